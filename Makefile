@@ -1,0 +1,45 @@
+# One venv, one install, every check. `make test` is what CI runs; `make demo` shows the whole system.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: install tools lint test unit demo bench crds clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e . --group dev
+	touch $(STAMP)
+
+install: $(STAMP)
+
+tools: $(STAMP)
+	$(PY) -m localcluster.tools install
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+test: install tools lint
+	$(PY) -m pytest
+
+unit: install
+	$(PY) -m pytest tests/unit -q
+
+demo: install tools
+	$(PY) -m localcluster.demo
+
+bench: install tools
+	$(PY) bench/webhook.py
+	$(PY) bench/controller.py
+	$(PY) bench/scale.py
+
+crds: install
+	$(VENV)/bin/vcjob crds --write charts/vcjob/templates/crds
+
+clean:
+	rm -rf $(VENV) .tools .vcjob .mypy_cache .ruff_cache .pytest_cache

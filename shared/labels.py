@@ -1,0 +1,58 @@
+"""Names, labels and annotations shared with Volcano (wire compatibility is a feature)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+BATCH_GROUP: Final = "batch.volcano.sh"
+BATCH_VERSION: Final = "v1alpha1"
+BATCH_API_VERSION: Final = f"{BATCH_GROUP}/{BATCH_VERSION}"
+BUS_GROUP: Final = "bus.volcano.sh"
+BUS_VERSION: Final = "v1alpha1"
+BUS_API_VERSION: Final = f"{BUS_GROUP}/{BUS_VERSION}"
+SCHEDULING_GROUP: Final = "scheduling.volcano.sh"
+SCHEDULING_VERSION: Final = "v1beta1"
+SCHEDULING_API_VERSION: Final = f"{SCHEDULING_GROUP}/{SCHEDULING_VERSION}"
+
+JOB_KIND: Final = "Job"
+COMMAND_KIND: Final = "Command"
+PODGROUP_KIND: Final = "PodGroup"
+QUEUE_KIND: Final = "Queue"
+
+JOB_NAME_KEY: Final = "volcano.sh/job-name"
+JOB_NAMESPACE_KEY: Final = "volcano.sh/job-namespace"
+TASK_SPEC_KEY: Final = "volcano.sh/task-spec"
+TASK_INDEX_KEY: Final = "volcano.sh/task-index"
+QUEUE_NAME_KEY: Final = "volcano.sh/queue-name"
+JOB_VERSION_KEY: Final = "volcano.sh/job-version"
+JOB_RETRY_COUNT_KEY: Final = "volcano.sh/job-retry-count"
+TEMPLATE_UID_KEY: Final = "volcano.sh/template-uid"
+POD_GROUP_KEY: Final = "scheduling.k8s.io/group-name"
+OUT_OF_SYNC_KEY: Final = "volcano.sh/controller-out-of-sync"
+
+DEFAULT_QUEUE: Final = "default"
+DEFAULT_SCHEDULER: Final = "volcano"
+DEFAULT_MAX_RETRY: Final = 3
+DEFAULT_TASK_PREFIX: Final = "default"
+ROOT_QUEUE: Final = "root"
+
+SIM_RUNTIME_KEY: Final = "sim.vcjob.io/runtime"
+SIM_EXIT_CODE_KEY: Final = "sim.vcjob.io/exit-code"
+SIM_FAIL_AFTER_KEY: Final = "sim.vcjob.io/fail-after"
+
+MUTATE_PATH: Final = "/mutate-batch-volcano-sh-v1alpha1-job"
+VALIDATE_PATH: Final = "/validate-batch-volcano-sh-v1alpha1-job"
+MUTATING_WEBHOOK_NAME: Final = "mutatejob.vcjob.volcano.sh"
+VALIDATING_WEBHOOK_NAME: Final = "validatejob.vcjob.volcano.sh"
+
+
+def pod_name(job: str, task: str, index: int) -> str:
+    return f"{job}-{task}-{index}"
+
+
+def pod_group_name(job: str, uid: str) -> str:
+    return f"{job}-{uid}"
+
+
+def template_uid(job: str, task: str) -> str:
+    return f"{job}-{task}"
