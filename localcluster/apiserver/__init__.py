@@ -1,0 +1,1 @@
+"""A generic Kubernetes API server for the local control plane."""
