@@ -1,9 +1,10 @@
 """The contract between the controller's pure planner and its I/O shell.
 
-The shell observes (job, its pods and child objects, edge events seen on the watches, the planner's own
-memory) into an `Observed`; `controller.plan.reconcile(observed, settings)` returns a `Plan`; the shell
-applies the plan's object operations, then writes the status once, then records the events, then stores
-`plan.memory` for the next round. Objects are plain wire dicts (camelCase), never client models.
+The shell observes (job, its pods and child objects, edge events seen on the watches, the
+planner's own memory) into an `Observed`; `controller.plan.reconcile(observed, settings)` returns a
+`Plan`; the shell applies the plan's object operations, then writes the status once, then records
+the events, then stores `plan.memory` for the next round. Objects are plain wire dicts
+(camelCase), never client models.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ class ObjectRef:
 class PodEdge:
     """Something the watch saw happen to a pod that the pod's current state no longer shows.
 
-    `deleted`: the pod disappeared; `by_controller` is True when it carried the out-of-sync annotation
-    (so it was deleted by us and must not raise PodEvicted).
+    `deleted`: the pod disappeared; `by_controller` is True when it carried the out-of-sync
+    annotation (so it was deleted by us and must not raise PodEvicted).
     """
 
     kind: Literal["deleted"]

@@ -130,7 +130,7 @@ def issue_serving(
 
 
 def issue(hosts: list[str], days: int = 365, now: dt.datetime | None = None) -> CertBundle:
-    """A fresh CA (valid ten times longer than the serving certificate) and a serving certificate."""
+    """A fresh CA (ten times the serving certificate's lifetime) and a serving certificate."""
     ca = issue_ca(days=max(days * 10, 3650), now=now)
     return CertBundle(ca=ca, serving=issue_serving(ca, hosts, days=days, now=now))
 

@@ -36,10 +36,10 @@ class Path:
         return Path(self.parts + names)
 
     def index(self, i: int) -> Path:
-        return Path(self.parts + (f"[{i}]",))
+        return Path((*self.parts, f"[{i}]"))
 
     def key(self, k: str) -> Path:
-        return Path(self.parts + (f"[{k}]",))
+        return Path((*self.parts, f"[{k}]"))
 
     def __str__(self) -> str:
         out = ""

@@ -11,14 +11,15 @@ __all__ = ["add_quantities", "format_quantity", "parse", "parse_quantity", "try_
 
 def parse(value: str | int | float) -> Decimal:
     """Parse `"500m"`, `"2Gi"`, `4`…; raises ValueError with the client's message when malformed."""
-    return parse_quantity(value)
+    parsed: Decimal = parse_quantity(value)  # type: ignore[no-untyped-call]
+    return parsed
 
 
 def try_parse(value: object) -> Decimal | None:
     if not isinstance(value, str | int | float) or isinstance(value, bool):
         return None
     try:
-        return parse_quantity(value)
+        return parse(value)
     except (ValueError, TypeError, ArithmeticError):
         return None
 

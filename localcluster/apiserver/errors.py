@@ -49,7 +49,10 @@ def _qualified(resource: str, group: str) -> str:
 
 def not_found(resource: str, name: str, group: str = "") -> StatusError:
     return StatusError(
-        404, "NotFound", f'{_qualified(resource, group)} "{name}" not found', _details(resource, name, group)
+        404,
+        "NotFound",
+        f'{_qualified(resource, group)} "{name}" not found',
+        _details(resource, name, group),
     )
 
 
@@ -67,7 +70,8 @@ def conflict(resource: str, name: str, group: str = "") -> StatusError:
         409,
         "Conflict",
         f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": '
-        "the object has been modified; please apply your changes to the latest version and try again",
+        "the object has been modified; please apply your changes to the latest version and try "
+        "again",
         _details(resource, name, group),
     )
 

@@ -1,4 +1,5 @@
-"""The base of every schema model: camelCase wire names, snake_case attributes, unknown fields kept."""
+"""The base of every schema model: camelCase wire names, snake_case attributes, unknown fields
+kept."""
 
 from __future__ import annotations
 

@@ -6,11 +6,12 @@ from enum import StrEnum
 from typing import Any, Final
 
 from pydantic import Field
+from pydantic.config import JsonDict
 
 from shared import labels
 from shared.models.base import KubeModel, KubeObject
 
-PRESERVE: Final = {"x-kubernetes-preserve-unknown-fields": True}
+PRESERVE: Final[JsonDict] = {"x-kubernetes-preserve-unknown-fields": True}
 
 
 class PolicyEvent(StrEnum):
