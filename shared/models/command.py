@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from pydantic import Field
+from pydantic.config import JsonDict
 
 from shared import labels
 from shared.models.base import KubeObject
 from shared.models.job import COMMAND_ACTIONS
+
+# The Job a Command addresses, as a metav1.OwnerReference (typed so the CRD keeps it unpruned).
+OWNER_REFERENCE_PROPERTIES: Final[JsonDict] = {
+    "apiVersion": {"type": "string"},
+    "kind": {"type": "string"},
+    "name": {"type": "string"},
+    "uid": {"type": "string"},
+    "controller": {"type": "boolean"},
+    "blockOwnerDeletion": {"type": "boolean"},
+}
 
 
 class Command(KubeObject):
@@ -17,6 +28,8 @@ class Command(KubeObject):
     action: str | None = Field(
         default=None, json_schema_extra={"enum": [a.value for a in COMMAND_ACTIONS]}
     )
-    target: dict[str, Any] | None = None
+    target: dict[str, Any] | None = Field(
+        default=None, json_schema_extra={"properties": OWNER_REFERENCE_PROPERTIES}
+    )
     reason: str | None = None
     message: str | None = None

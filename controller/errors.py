@@ -1,0 +1,32 @@
+"""Errors that carry the retry decision (translated from API responses in `kube.py` only)."""
+
+from __future__ import annotations
+
+
+class KubeError(Exception):
+    """An API call failed; `status` is the HTTP code (0 when the request never got an answer)."""
+
+    def __init__(self, message: str, status: int = 0, reason: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+
+
+class TransientError(KubeError):
+    """5xx, 429, timeouts, connection errors: retry with backoff, forever."""
+
+
+class ConflictError(TransientError):
+    """409 Conflict on an update: re-read, re-plan, retry."""
+
+
+class AlreadyExistsError(KubeError):
+    """409 AlreadyExists on a create; deterministic names make this a success for the caller."""
+
+
+class NotFoundError(KubeError):
+    """404: the object (or the resource type) does not exist."""
+
+
+class PermanentError(KubeError):
+    """422 Invalid, 400 BadRequest, 403 Forbidden: retrying the same request cannot help."""

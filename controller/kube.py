@@ -1,0 +1,351 @@
+"""The only module that talks to the Kubernetes API.
+
+Objects travel as plain wire dicts through `ApiClient.param_serialize` + `call_api`, never through
+the client's generated models (they drop or reject unknown fields). Every failure is translated
+here into an error that carries the retry decision (`controller.errors`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.watch.watch import iter_resp_lines
+
+from controller.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    KubeError,
+    NotFoundError,
+    PermanentError,
+    TransientError,
+)
+
+WireObject = dict[str, Any]
+
+# (connect, read) seconds for ordinary calls; watches add their own server-side timeout.
+REQUEST_TIMEOUT = (5.0, 30.0)
+MERGE_PATCH = "application/merge-patch+json"
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+
+JOBS = Resource("batch.volcano.sh", "v1alpha1", "jobs", "Job")
+COMMANDS = Resource("bus.volcano.sh", "v1alpha1", "commands", "Command")
+PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+PODS = Resource("", "v1", "pods", "Pod")
+SERVICES = Resource("", "v1", "services", "Service")
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+SECRETS = Resource("", "v1", "secrets", "Secret")
+PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+EVENTS = Resource("", "v1", "events", "Event")
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
+PRIORITY_CLASSES = Resource(
+    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
+)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+
+_BY_KIND = {
+    r.kind: r
+    for r in (
+        JOBS,
+        COMMANDS,
+        PODGROUPS,
+        PODS,
+        SERVICES,
+        CONFIGMAPS,
+        SECRETS,
+        PVCS,
+        EVENTS,
+        NETWORK_POLICIES,
+        PRIORITY_CLASSES,
+        LEASES,
+    )
+}
+
+
+def resource_for_kind(kind: str) -> Resource:
+    try:
+        return _BY_KIND[kind]
+    except KeyError:
+        raise PermanentError(f"the controller does not manage objects of kind {kind!r}") from None
+
+
+class TokenBucket:
+    """Client-side QPS limit with a burst, like client-go's flowcontrol token bucket."""
+
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._qps = qps
+        self._burst = max(1, burst)
+        self._tokens = float(self._burst)
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._last = monotonic()
+        self._lock = threading.Lock()
+
+    def reserve(self) -> float:
+        """Take a token and return how long the caller must wait before using it."""
+        if self._qps <= 0:
+            return 0.0
+        with self._lock:
+            now = self._monotonic()
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+            self._last = now
+            self._tokens -= 1.0
+            if self._tokens >= 0:
+                return 0.0
+            return -self._tokens / self._qps
+
+    def take(self) -> None:
+        wait = self.reserve()
+        if wait > 0:
+            self._sleep(wait)
+
+
+def load_api_client(kubeconfig: str | None) -> client.ApiClient:
+    """An ApiClient from a kubeconfig file, or from the in-cluster service account when None."""
+    configuration = client.Configuration()
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    else:
+        config.load_incluster_config(client_configuration=configuration)
+    # Every worker and watch holds a connection; keep them pooled instead of reconnecting.
+    configuration.connection_pool_maxsize = 32
+    return client.ApiClient(configuration)
+
+
+def _decode(data: bytes) -> Any:
+    if not data:
+        return {}
+    try:
+        return json.loads(data)
+    except ValueError:
+        return {"message": data.decode("utf-8", errors="replace")}
+
+
+def translate(status: int, body: Any, what: str) -> KubeError:
+    """The error for a non-2xx answer; `body` is the decoded Status (or anything)."""
+    reason = str(body.get("reason", "")) if isinstance(body, dict) else ""
+    message = str(body.get("message", "")) if isinstance(body, dict) else str(body)
+    text = f"{what}: {status} {reason}: {message}".strip()
+    if status == 409:
+        if reason == "AlreadyExists":
+            return AlreadyExistsError(text, status, reason)
+        return ConflictError(text, status, reason)
+    if status == 404:
+        return NotFoundError(text, status, reason)
+    if status == 410:
+        return TransientError(text, status, "Expired")
+    if status == 429 or status >= 500:
+        return TransientError(text, status, reason)
+    return PermanentError(text, status, reason)
+
+
+class Kube:
+    """Thin typed wrapper over one ApiClient: CRUD, merge patches, status writes, list, watch."""
+
+    def __init__(self, api_client: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
+        self.api_client = api_client
+        self._limiter = TokenBucket(qps, burst)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: tuple[float, float] = REQUEST_TIMEOUT,
+    ) -> Any:
+        self._limiter.take()
+        what = f"{method} {path}"
+        response = self._send(method, path, query, body, content_type, timeout, stream=False)
+        try:
+            data = response.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientError(f"{what}: {exc}") from exc
+        decoded = _decode(data)
+        if 200 <= response.status < 300:
+            return decoded
+        raise translate(response.status, decoded, what)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None,
+        body: Any,
+        content_type: str,
+        timeout: tuple[float, float],
+        *,
+        stream: bool,
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        method, url, header_params, serialized, _ = self.api_client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=query_params,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            return self.api_client.call_api(
+                method, url, header_params=header_params, body=serialized, _request_timeout=timeout
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientError(f"{method} {path}: {exc}") from exc
+        except client.ApiException as exc:
+            raise TransientError(f"{method} {path}: {exc.reason}", exc.status or 0) from exc
+
+    # --- typed helpers -----------------------------------------------------------------------
+
+    def get(self, res: Resource, namespace: str | None, name: str) -> WireObject:
+        result: WireObject = self.request("GET", res.path(namespace, name))
+        return result
+
+    def get_or_none(self, res: Resource, namespace: str | None, name: str) -> WireObject | None:
+        try:
+            return self.get(res, namespace, name)
+        except NotFoundError:
+            return None
+
+    def create(self, res: Resource, namespace: str | None, body: WireObject) -> WireObject:
+        result: WireObject = self.request("POST", res.path(namespace), body=body)
+        return result
+
+    def replace(self, res: Resource, namespace: str | None, body: WireObject) -> WireObject:
+        name = body["metadata"]["name"]
+        result: WireObject = self.request("PUT", res.path(namespace, name), body=body)
+        return result
+
+    def replace_status(self, res: Resource, namespace: str, body: WireObject) -> WireObject:
+        name = body["metadata"]["name"]
+        result: WireObject = self.request("PUT", res.path(namespace, name, "status"), body=body)
+        return result
+
+    def merge_patch(
+        self, res: Resource, namespace: str | None, name: str, patch: WireObject, sub: str = ""
+    ) -> WireObject:
+        result: WireObject = self.request(
+            "PATCH", res.path(namespace, name, sub), body=patch, content_type=MERGE_PATCH
+        )
+        return result
+
+    def delete(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        *,
+        uid: str | None = None,
+        propagation: str | None = None,
+    ) -> WireObject | None:
+        """Delete; a 404 is success (returns None). Returns the object when it lingers."""
+        options: WireObject = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        if propagation:
+            options["propagationPolicy"] = propagation
+        try:
+            result = self.request("DELETE", res.path(namespace, name), body=options)
+        except NotFoundError:
+            return None
+        if isinstance(result, dict) and result.get("kind") == res.kind:
+            return result
+        return None
+
+    def list(
+        self,
+        res: Resource,
+        *,
+        label_selector: str | None = None,
+        limit: int = 500,
+    ) -> tuple[list[WireObject], str]:
+        """Every object (all namespaces), following `continue`; returns items and the list's RV."""
+        items: list[WireObject] = []
+        token: str | None = None
+        while True:
+            page = self.request(
+                "GET",
+                res.path(),
+                query={"labelSelector": label_selector, "limit": limit, "continue": token},
+            )
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return items, str(meta.get("resourceVersion", ""))
+
+    def watch(
+        self,
+        res: Resource,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> Iterator[WireObject]:
+        """Watch events as dicts (`type`, `object`) until the server closes the stream."""
+        self._limiter.take()
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": timeout_seconds,
+            "labelSelector": label_selector,
+        }
+        path = res.path()
+        # The read timeout outlives the server-side timeout so only a dead connection trips it.
+        response = self._send(
+            "GET", path, query, None, "", (5.0, timeout_seconds + 30.0), stream=True
+        )
+        raw = response.response
+        try:
+            if response.status != 200:
+                raise translate(response.status, _decode(response.read()), f"WATCH {path}")
+            for line in iter_resp_lines(raw):
+                if line:
+                    event: WireObject = json.loads(line)
+                    yield event
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientError(f"WATCH {path}: {exc}") from exc
+        finally:
+            raw.release_conn()

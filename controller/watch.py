@@ -1,0 +1,161 @@
+"""List+watch loops (reflectors) feeding the cache and the work queue.
+
+Each resource gets one thread: list (paged), store, then watch from the list's resourceVersion,
+following bookmarks; a `410 Gone` (as an ERROR event or a status) re-lists; a dropped stream
+resumes from the last resourceVersion; other errors back off and retry. A resource the server
+does not serve (404 on list) counts as synced and empty, and is re-checked now and then.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from controller.cache import Cache
+from controller.errors import KubeError, NotFoundError
+from controller.kube import Kube, Resource
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    resource: Resource
+    label_selector: str | None = None
+
+
+class _Gone(Exception):
+    pass
+
+
+class Reflector:
+    def __init__(
+        self,
+        kube: Kube,
+        spec: WatchSpec,
+        cache: Cache,
+        enqueue: Callable[[Iterable[str]], None],
+        stop: threading.Event,
+        *,
+        timeout_seconds: int = 300,
+        max_backoff: float = 30.0,
+    ) -> None:
+        self._kube = kube
+        self._spec = spec
+        self._cache = cache
+        self._enqueue = enqueue
+        self._stop = stop
+        self._timeout_seconds = timeout_seconds
+        self._max_backoff = max_backoff
+        self._synced = threading.Event()
+        self._heartbeat = time.monotonic()
+        self._thread: threading.Thread | None = None
+        self.relists = 0
+
+    @property
+    def kind(self) -> str:
+        return self._spec.resource.kind
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    def wait_synced(self, timeout: float) -> bool:
+        return self._synced.wait(timeout)
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def last_heartbeat(self) -> float:
+        return self._heartbeat
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self.run, name=f"watch-{self.kind}", daemon=True
+        )
+        self._thread.start()
+
+    def run(self) -> None:
+        backoff = 0.0
+        resource_version: str | None = None
+        while not self._stop.is_set():
+            self._heartbeat = time.monotonic()
+            try:
+                if resource_version is None:
+                    resource_version = self._list()
+                resource_version = self._watch(resource_version)
+                backoff = 0.0
+            except _Gone:
+                log.info("watch expired, relisting", extra={"kind": self.kind})
+                resource_version = None
+            except NotFoundError:
+                # The server does not serve this resource: nothing to cache, look again later.
+                self._synced.set()
+                resource_version = None
+                self._stop.wait(60.0)
+            except KubeError as exc:
+                if exc.status == 410:
+                    resource_version = None
+                    continue
+                backoff = min(self._max_backoff, max(0.2, backoff * 2))
+                log.warning(
+                    "watch failed, retrying",
+                    extra={"kind": self.kind, "error": str(exc), "delay": backoff},
+                )
+                self._stop.wait(backoff)
+            except Exception:
+                backoff = min(self._max_backoff, max(0.2, backoff * 2))
+                log.exception("watch loop error", extra={"kind": self.kind})
+                self._stop.wait(backoff)
+
+    def _list(self) -> str:
+        items, resource_version = self._kube.list(
+            self._spec.resource, label_selector=self._spec.label_selector
+        )
+        kind = self.kind
+        for item in items:
+            item.setdefault("kind", kind)
+        touched = self._cache.replace_all(kind, items)
+        self.relists += 1
+        self._synced.set()
+        self._enqueue(touched)
+        return resource_version
+
+    def _watch(self, resource_version: str) -> str:
+        kind = self.kind
+        for event in self._kube.watch(
+            self._spec.resource,
+            resource_version=resource_version,
+            label_selector=self._spec.label_selector,
+            timeout_seconds=self._timeout_seconds,
+        ):
+            self._heartbeat = time.monotonic()
+            if self._stop.is_set():
+                break
+            kind_of_event = event.get("type")
+            obj = event.get("object") or {}
+            if kind_of_event == "ERROR":
+                if obj.get("code") == 410:
+                    raise _Gone
+                raise KubeError(f"watch error: {obj.get('message', obj)}", int(obj.get("code") or 0))
+            new_version = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind_of_event == "BOOKMARK":
+                if new_version:
+                    resource_version = str(new_version)
+                continue
+            obj.setdefault("kind", kind)
+            if kind_of_event in ("ADDED", "MODIFIED"):
+                job_key = self._cache.upsert(kind, obj)
+            elif kind_of_event == "DELETED":
+                job_key = self._cache.remove(kind, obj)
+            else:
+                continue
+            if new_version:
+                resource_version = str(new_version)
+            if job_key:
+                self._enqueue((job_key,))
+        return resource_version

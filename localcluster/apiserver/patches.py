@@ -1,0 +1,275 @@
+"""The four PATCH content types, as pure functions over plain dicts.
+
+- JSON Patch (RFC 6902) through `jsonpatch`;
+- JSON merge patch (RFC 7386);
+- strategic merge patch: lists of the common Kubernetes fields merge by key (containers by
+  `name`, ports by `containerPort`, conditions by `type`, ...), `$patch` and
+  `$setElementOrder` directives are understood, other lists are replaced;
+- server-side apply, simplified: the applied configuration is merged like a strategic merge
+  patch and the fields a manager applied before but no longer applies are removed, tracked in
+  `managedFields` as kube's `FieldsV1` sets.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import jsonpatch
+
+from localcluster.apiserver import errors
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
+
+# Merge keys of well-known list fields, by field name (as in the Go types' patchMergeKey tags).
+MERGE_KEYS: dict[str, str] = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "volumes": "name",
+    "env": "name",
+    "volumeMounts": "mountPath",
+    "volumeDevices": "devicePath",
+    "imagePullSecrets": "name",
+    "ports": "containerPort",
+    "conditions": "type",
+    "ownerReferences": "uid",
+    "hostAliases": "ip",
+    "topologySpreadConstraints": "topologyKey",
+    "resourceClaims": "name",
+    "schedulingGates": "name",
+}
+# Primitive lists that merge as sets.
+MERGE_PRIMITIVE_LISTS = frozenset({"finalizers"})
+
+
+def json_merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge recursively, `null` deletes, everything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = json_merge_patch(result.get(key), value)
+    return result
+
+
+def apply_json_patch(target: dict[str, Any], operations: Any) -> dict[str, Any]:
+    if not isinstance(operations, list):
+        raise errors.bad_request("json patch must be a list of operations")
+    try:
+        result = jsonpatch.JsonPatch(operations).apply(target)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+        raise errors.StatusError(422, "Invalid", f"the server rejected our request due to an error in our request: {exc}") from exc
+    except (TypeError, KeyError, IndexError, ValueError) as exc:
+        raise errors.bad_request(f"invalid json patch: {exc}") from exc
+    if not isinstance(result, dict):
+        raise errors.bad_request("json patch must produce an object")
+    return result
+
+
+def _ports_key(item: dict[str, Any]) -> Any:
+    # Service ports merge by `port`, container ports by `containerPort`.
+    if "containerPort" in item:
+        return ("containerPort", item.get("containerPort"), item.get("protocol", "TCP"))
+    return ("port", item.get("port"), item.get("protocol", "TCP"))
+
+
+def _item_key(field: str, item: Any) -> Any:
+    if not isinstance(item, dict):
+        return None
+    if field == "ports":
+        return _ports_key(item)
+    key = MERGE_KEYS[field]
+    return item.get(key)
+
+
+def _merge_list(field: str, live: list[Any], patch: list[Any], order: list[Any] | None) -> list[Any]:
+    if field in MERGE_PRIMITIVE_LISTS:
+        deletes = set()
+        additions = []
+        for value in patch:
+            if isinstance(value, dict) and "$patch" in value:
+                continue
+            additions.append(value)
+        result = [v for v in live if v not in deletes]
+        for value in additions:
+            if value not in result:
+                result.append(value)
+        return result
+    if field not in MERGE_KEYS:
+        return [strategic_merge({}, v) if isinstance(v, dict) else v for v in patch]
+    result = [copy.deepcopy(v) for v in live]
+    for item in patch:
+        if not isinstance(item, dict):
+            continue
+        directive = item.get("$patch")
+        if directive == "replace":
+            return [
+                {k: v for k, v in i.items() if k != "$patch"} for i in patch if isinstance(i, dict)
+            ]
+        key = _item_key(field, item)
+        index = next(
+            (i for i, existing in enumerate(result) if _item_key(field, existing) == key), None
+        )
+        if directive == "delete":
+            if index is not None:
+                result.pop(index)
+            continue
+        if index is None:
+            result.append(strategic_merge({}, item))
+        else:
+            result[index] = strategic_merge(result[index], item)
+    if order:
+        keyed = {_item_key(field, i): i for i in result}
+        ordered = [keyed.pop(_item_key(field, o)) for o in order if _item_key(field, o) in keyed]
+        result = ordered + list(keyed.values())
+    return result
+
+
+def strategic_merge(live: Any, patch: Any) -> Any:
+    """Apply a strategic merge patch to `live`, returning a new object."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if patch.get("$patch") == "replace":
+        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+    if patch.get("$patch") == "delete":
+        return None
+    result = copy.deepcopy(live) if isinstance(live, dict) else {}
+    for key, value in patch.items():
+        if key.startswith("$setElementOrder/") or key in ("$patch", "$retainKeys"):
+            continue
+        if key.startswith("$deleteFromPrimitiveList/"):
+            name = key.split("/", 1)[1]
+            if isinstance(result.get(name), list) and isinstance(value, list):
+                result[name] = [v for v in result[name] if v not in value]
+            continue
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, list):
+            order = patch.get(f"$setElementOrder/{key}")
+            current = result.get(key)
+            merged = _merge_list(key, current if isinstance(current, list) else [], value, order)
+            result[key] = merged
+        elif isinstance(value, dict):
+            merged_value = strategic_merge(result.get(key), value)
+            if merged_value is None:
+                result.pop(key, None)
+            else:
+                result[key] = merged_value
+        else:
+            result[key] = value
+    retain = patch.get("$retainKeys")
+    if isinstance(retain, list):
+        result = {k: v for k, v in result.items() if k in retain or k not in patch}
+    return result
+
+
+# -- server-side apply ------------------------------------------------------------------------
+
+
+def _list_map_key(field: str, item: Any) -> str | None:
+    if not isinstance(item, dict) or field not in MERGE_KEYS:
+        return None
+    if field == "ports":
+        name = "containerPort" if "containerPort" in item else "port"
+        return json.dumps({name: item.get(name)}, separators=(",", ":"))
+    key = MERGE_KEYS[field]
+    if key not in item:
+        return None
+    return json.dumps({key: item[key]}, separators=(",", ":"))
+
+
+def field_set(obj: Any, field: str = "") -> dict[str, Any]:
+    """The FieldsV1 set of an applied configuration (`{"f:spec": {"f:replicas": {}}}`)."""
+    out: dict[str, Any] = {}
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key in ("apiVersion", "kind"):
+                continue
+            out[f"f:{key}"] = field_set(value, key)
+    elif isinstance(obj, list) and field in MERGE_KEYS:
+        for item in obj:
+            key = _list_map_key(field, item)
+            if key is not None:
+                entry = field_set(item, "")
+                entry["."] = {}
+                out[f"k:{key}"] = entry
+    return out
+
+
+def _remove_fields(obj: Any, stale: dict[str, Any], keep: dict[str, Any], field: str = "") -> None:
+    """Remove from `obj` the fields present in `stale` but not in `keep`."""
+    for entry, children in stale.items():
+        if entry == ".":
+            continue
+        if entry.startswith("f:") and isinstance(obj, dict):
+            name = entry[2:]
+            if entry not in keep:
+                obj.pop(name, None)
+            elif children and name in obj:
+                _remove_fields(obj[name], children, keep[entry], name)
+        elif entry.startswith("k:") and isinstance(obj, list):
+            for index, item in enumerate(list(obj)):
+                if _list_map_key(field, item) == entry[2:]:
+                    if entry not in keep:
+                        obj.remove(item)
+                    elif children:
+                        _remove_fields(obj[index], children, keep[entry], "")
+
+
+def server_side_apply(
+    live: dict[str, Any] | None,
+    applied: dict[str, Any],
+    manager: str,
+    api_version: str,
+    now: str,
+    lists_merge: bool = True,
+) -> dict[str, Any]:
+    """Merge an applied configuration into the live object and record the manager's fields."""
+    fields = field_set(applied)
+    fields.get("f:metadata", {}).pop("f:managedFields", None)
+    entry = {
+        "manager": manager,
+        "operation": "Apply",
+        "apiVersion": api_version,
+        "time": now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
+    if live is None:
+        result = copy.deepcopy(applied)
+        result.setdefault("metadata", {})["managedFields"] = [entry]
+        return result
+    result = copy.deepcopy(live)
+    managed = [m for m in (result.get("metadata") or {}).get("managedFields") or []]
+    previous = next(
+        (m for m in managed if m.get("manager") == manager and m.get("operation") == "Apply"), None
+    )
+    if previous is not None:
+        _remove_fields(result, previous.get("fieldsV1") or {}, fields)
+    if lists_merge:
+        merged = strategic_merge(result, applied)
+    else:
+        merged = _merge_replacing_lists(result, applied)
+    managed = [m for m in managed if m is not previous] + [entry]
+    merged.setdefault("metadata", {})["managedFields"] = managed
+    return dict(merged)
+
+
+def _merge_replacing_lists(live: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict) or not isinstance(live, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(live)
+    for key, value in patch.items():
+        if value is None:
+            continue
+        result[key] = _merge_replacing_lists(result.get(key), value)
+    return result

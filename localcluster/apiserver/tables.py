@@ -1,0 +1,354 @@
+"""`meta.k8s.io/v1` Table output, which `kubectl get` asks for.
+
+Built-in types get kube's usual columns (pods: NAME READY STATUS RESTARTS AGE, plus IP and NODE at
+priority 1 for `-o wide`); CRDs get their `additionalPrinterColumns`, evaluated with a small
+JSONPath subset; everything else gets NAME and AGE.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from typing import Any
+
+from localcluster.apiserver.registry import ResourceType
+
+NAME_COLUMN = {
+    "name": "Name",
+    "type": "string",
+    "format": "name",
+    "description": "Name must be unique within a namespace. It is required when creating "
+    "resources, although some resources may allow a client to request the generation of an "
+    "appropriate name automatically.",
+    "priority": 0,
+}
+AGE_COLUMN = {
+    "name": "Age",
+    "type": "string",
+    "format": "",
+    "description": "CreationTimestamp is a timestamp representing the server time when this "
+    "object was created.",
+    "priority": 0,
+}
+
+
+def human_duration(seconds: float) -> str:
+    """apimachinery's `duration.HumanDuration`."""
+    total = int(seconds)
+    if total < -1:
+        return "<invalid>"
+    if total < 0:
+        return "0s"
+    if total < 120:
+        return f"{total}s"
+    minutes = total // 60
+    if minutes < 10:
+        rest = total % 60
+        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = total // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        rest = (hours // 24) % 365
+        years = hours // 24 // 365
+        return f"{years}y" if rest == 0 else f"{years}y{rest}d"
+    return f"{hours // 24 // 365}y"
+
+
+def parse_time(value: Any) -> dt.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def age(value: Any, now: dt.datetime) -> str:
+    when = parse_time(value)
+    if when is None:
+        return "<unknown>"
+    return human_duration((now - when).total_seconds())
+
+
+_SEGMENT = re.compile(r"\.([A-Za-z0-9_\-/]+)|\[(\d+|\*)\]|\[\?\(@\.(\w+)\s*==\s*['\"]([^'\"]*)['\"]\)\]")
+
+
+def evaluate_jsonpath(path: str, obj: Any) -> list[Any]:
+    """A JSONPath subset: `.a.b`, `[0]`, `[*]`, `[?(@.type=="Ready")]`, with optional `{}`."""
+    path = path.strip()
+    if path.startswith("{") and path.endswith("}"):
+        path = path[1:-1]
+    path = path.removeprefix("$")
+    values = [obj]
+    position = 0
+    while position < len(path):
+        match = _SEGMENT.match(path, position)
+        if not match:
+            return []
+        position = match.end()
+        name, index, filter_key, filter_value = match.groups()
+        next_values: list[Any] = []
+        for value in values:
+            if name is not None and isinstance(value, dict) and name in value:
+                next_values.append(value[name])
+            elif index is not None and isinstance(value, list):
+                if index == "*":
+                    next_values.extend(value)
+                elif int(index) < len(value):
+                    next_values.append(value[int(index)])
+            elif filter_key is not None and isinstance(value, list):
+                next_values.extend(
+                    v for v in value if isinstance(v, dict) and str(v.get(filter_key)) == filter_value
+                )
+        values = next_values
+    return values
+
+
+def _cell(value: Any, column_type: str, now: dt.datetime) -> Any:
+    if column_type == "date":
+        return age(value, now)
+    if column_type == "integer" and isinstance(value, int | float):
+        return int(value)
+    if column_type == "number" and isinstance(value, int | float):
+        return value
+    if column_type == "boolean" and isinstance(value, bool):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return value if isinstance(value, str) else str(value) if value is not None else None
+
+
+def _crd_columns(resource: ResourceType) -> list[dict[str, Any]]:
+    columns = [dict(NAME_COLUMN)]
+    if not resource.printer_columns:
+        columns.append(
+            {
+                "name": "Age",
+                "type": "date",
+                "format": "",
+                "description": AGE_COLUMN["description"],
+                "priority": 0,
+            }
+        )
+        return columns
+    for column in resource.printer_columns:
+        columns.append(
+            {
+                "name": column.get("name", ""),
+                "type": column.get("type", "string"),
+                "format": column.get("format", ""),
+                "description": column.get("description", ""),
+                "priority": int(column.get("priority", 0)),
+            }
+        )
+    return columns
+
+
+def _crd_row(resource: ResourceType, obj: dict[str, Any], now: dt.datetime) -> list[Any]:
+    name = obj["metadata"].get("name")
+    if not resource.printer_columns:
+        return [name, age(obj["metadata"].get("creationTimestamp"), now)]
+    cells: list[Any] = [name]
+    for column in resource.printer_columns:
+        found = evaluate_jsonpath(str(column.get("jsonPath", "")), obj)
+        column_type = str(column.get("type", "string"))
+        cells.append(_cell(found[0], column_type, now) if found else None)
+    return cells
+
+
+def _column(name: str, description: str = "", priority: int = 0, kind: str = "string") -> dict[str, Any]:
+    return {"name": name, "type": kind, "format": "", "description": description, "priority": priority}
+
+
+def _pod_row(pod: dict[str, Any], now: dt.datetime) -> list[Any]:
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    containers = spec.get("containers") or []
+    statuses = status.get("containerStatuses") or []
+    ready = sum(1 for s in statuses if s.get("ready"))
+    restarts = sum(int(s.get("restartCount") or 0) for s in statuses)
+    reason = status.get("reason") or status.get("phase") or "Pending"
+    for container_status in statuses:
+        state = container_status.get("state") or {}
+        if "waiting" in state and state["waiting"].get("reason"):
+            reason = state["waiting"]["reason"]
+        elif "terminated" in state:
+            terminated = state["terminated"]
+            reason = terminated.get("reason") or (
+                f"Signal:{terminated['signal']}" if terminated.get("signal") else
+                f"ExitCode:{terminated.get('exitCode', 0)}"
+            )
+    if pod["metadata"].get("deletionTimestamp"):
+        reason = "Terminating"
+    return [
+        pod["metadata"].get("name"),
+        f"{ready}/{len(containers)}",
+        reason,
+        restarts,
+        age(pod["metadata"].get("creationTimestamp"), now),
+        status.get("podIP") or "<none>",
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        "<none>",
+    ]
+
+
+def _node_row(node: dict[str, Any], now: dt.datetime) -> list[Any]:
+    status = node.get("status") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    state = "Ready" if ready and ready.get("status") == "True" else "NotReady" if ready else "Unknown"
+    if (node.get("spec") or {}).get("unschedulable"):
+        state += ",SchedulingDisabled"
+    labels = node["metadata"].get("labels") or {}
+    roles = sorted(
+        k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")
+    )
+    info = status.get("nodeInfo") or {}
+    addresses = status.get("addresses") or []
+    internal = next((a.get("address") for a in addresses if a.get("type") == "InternalIP"), None)
+    return [
+        node["metadata"].get("name"),
+        state,
+        ",".join(roles) or "<none>",
+        age(node["metadata"].get("creationTimestamp"), now),
+        info.get("kubeletVersion") or "",
+        internal or "<none>",
+        "<none>",
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+def _deployment_row(deployment: dict[str, Any], now: dt.datetime) -> list[Any]:
+    spec = deployment.get("spec") or {}
+    status = deployment.get("status") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    selector = (spec.get("selector") or {}).get("matchLabels") or {}
+    return [
+        deployment["metadata"].get("name"),
+        f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+        status.get("updatedReplicas", 0),
+        status.get("availableReplicas", 0),
+        age(deployment["metadata"].get("creationTimestamp"), now),
+        ",".join(c.get("name", "") for c in containers),
+        ",".join(c.get("image", "") for c in containers),
+        ",".join(f"{k}={v}" for k, v in selector.items()),
+    ]
+
+
+def _namespace_row(namespace: dict[str, Any], now: dt.datetime) -> list[Any]:
+    return [
+        namespace["metadata"].get("name"),
+        (namespace.get("status") or {}).get("phase", "Active"),
+        age(namespace["metadata"].get("creationTimestamp"), now),
+    ]
+
+
+BUILTIN_COLUMNS: dict[tuple[str, str], tuple[list[dict[str, Any]], Any]] = {
+    ("", "pods"): (
+        [
+            dict(NAME_COLUMN),
+            _column("Ready", "The aggregate readiness state of this pod for accepting traffic."),
+            _column("Status", "The aggregate status of the containers in this pod."),
+            _column("Restarts", "The number of times the containers in this pod have been restarted", kind="string"),
+            dict(AGE_COLUMN),
+            _column("IP", "IP address allocated to the pod.", 1),
+            _column("Node", "Name of the Node this pod is assigned to.", 1),
+            _column("Nominated Node", "Nominated node name for this pod.", 1),
+            _column("Readiness Gates", "Pod readiness gates.", 1),
+        ],
+        _pod_row,
+    ),
+    ("", "nodes"): (
+        [
+            dict(NAME_COLUMN),
+            _column("Status", "The status of the node"),
+            _column("Roles", "The roles of the node"),
+            dict(AGE_COLUMN),
+            _column("Version", "Kubelet Version reported by the node."),
+            _column("Internal-IP", "List of internal IPs.", 1),
+            _column("External-IP", "List of external IPs.", 1),
+            _column("OS-Image", "OS Image reported by the node.", 1),
+            _column("Kernel-Version", "Kernel Version reported by the node.", 1),
+            _column("Container-Runtime", "Container Runtime Version reported by the node.", 1),
+        ],
+        _node_row,
+    ),
+    ("", "namespaces"): (
+        [dict(NAME_COLUMN), _column("Status", "The status of the namespace"), dict(AGE_COLUMN)],
+        _namespace_row,
+    ),
+    ("apps", "deployments"): (
+        [
+            dict(NAME_COLUMN),
+            _column("Ready", "Number of the pod with ready state"),
+            _column("Up-to-date", "Total number of non-terminated pods targeted by this deployment that have the desired template spec.", kind="integer"),
+            _column("Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.", kind="integer"),
+            dict(AGE_COLUMN),
+            _column("Containers", "Names of each container in the template.", 1),
+            _column("Images", "Images referenced by each container in the template.", 1),
+            _column("Selector", "Label selector for pods.", 1),
+        ],
+        _deployment_row,
+    ),
+}
+
+
+def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata") or {},
+    }
+
+
+def build_table(
+    resource: ResourceType,
+    objects: list[dict[str, Any]],
+    list_meta: dict[str, Any],
+    include_object: str = "Metadata",
+    headers: bool = True,
+) -> dict[str, Any]:
+    now = dt.datetime.now(dt.UTC)
+    builtin = BUILTIN_COLUMNS.get((resource.group, resource.plural))
+    if resource.crd:
+        columns = _crd_columns(resource)
+    elif builtin is not None:
+        columns = builtin[0]
+    else:
+        columns = [dict(NAME_COLUMN), dict(AGE_COLUMN)]
+    rows = []
+    for obj in objects:
+        if resource.crd:
+            cells = _crd_row(resource, obj, now)
+        elif builtin is not None:
+            cells = builtin[1](obj, now)
+        else:
+            cells = [obj["metadata"].get("name"), age(obj["metadata"].get("creationTimestamp"), now)]
+        row: dict[str, Any] = {"cells": cells}
+        if include_object == "Object":
+            row["object"] = obj
+        elif include_object != "None":
+            row["object"] = partial_metadata(obj)
+        rows.append(row)
+    table: dict[str, Any] = {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "columnDefinitions": columns if headers else [],
+        "rows": rows,
+    }
+    return table

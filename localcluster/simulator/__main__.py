@@ -1,0 +1,61 @@
+"""`python -m localcluster.simulator --kubeconfig K`: run the simulator against an API server."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from localcluster.simulator.client import KubeClient
+from localcluster.simulator.logconfig import LOG_FORMATS, configure_logging
+from localcluster.simulator.runner import Simulator
+from shared.duration import parse_duration
+
+log = logging.getLogger("localcluster.simulator")
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--kubeconfig",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Kubeconfig of the API server to simulate nodes for.",
+)
+@click.option(
+    "--pod-runtime",
+    default="5s",
+    show_default=True,
+    help="How long a pod runs when it has no sim.vcjob.io/runtime annotation.",
+)
+@click.option("--scheduler-name", default="volcano", show_default=True, help="Gang scheduler name.")
+@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="json", show_default=True)
+def main(kubeconfig: Path, pod_runtime: str, scheduler_name: str, log_format: str) -> None:
+    """Schedule and run pods on the simulated nodes until SIGTERM or Ctrl-C."""
+    configure_logging(log_format)
+    try:
+        runtime = parse_duration(pod_runtime)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--pod-runtime") from err
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    with KubeClient(kubeconfig) as client:
+        simulator = Simulator(
+            client, default_runtime=runtime, stop=stop, scheduler_name=scheduler_name
+        )
+        simulator.start()
+        stop.wait()
+        log.info("simulator stopping")
+    simulator.join(timeout=5.0)
+
+
+if __name__ == "__main__":
+    main()

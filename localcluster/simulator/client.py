@@ -1,0 +1,306 @@
+"""A small JSON client of the Kubernetes REST API, built from a kubeconfig.
+
+Objects stay plain dicts end to end. Transient failures (connection errors, timeouts, 5xx, 429 and
+the injected 409s of a fault-injecting server) are retried with backoff, so callers see either a
+result or an `ApiError` that means what it says.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+from kubernetes import client as kube_client
+from kubernetes import config as kube_config
+
+log = logging.getLogger(__name__)
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Where a resource type lives in the REST API."""
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        base = f"/api/{self.version}" if self.group == "" else f"/apis/{self.group}/{self.version}"
+        if self.namespaced and namespace is not None:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{name}"
+            if subresource is not None:
+                base += f"/{subresource}"
+        return base
+
+
+PODS = Resource("", "v1", "pods", namespaced=True)
+NODES = Resource("", "v1", "nodes", namespaced=False)
+NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)
+PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True)
+QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", namespaced=False)
+MUTATING_WEBHOOKS = Resource(
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", namespaced=False
+)
+VALIDATING_WEBHOOKS = Resource(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", namespaced=False
+)
+
+
+class ApiError(Exception):
+    """A non-2xx answer; `status` is the server's Status object when it sent one."""
+
+    def __init__(self, code: int, status: Mapping[str, Any], method: str, path: str) -> None:
+        self.code = code
+        self.status = dict(status)
+        self.reason = str(status.get("reason", ""))
+        message = str(status.get("message", "")) or f"HTTP {code}"
+        super().__init__(f"{method} {path}: {code} {self.reason}: {message}")
+
+    @property
+    def not_found(self) -> bool:
+        return self.code == 404
+
+    @property
+    def already_exists(self) -> bool:
+        return self.code == 409 and self.reason == "AlreadyExists"
+
+
+class WatchExpiredError(Exception):
+    """The watch's resourceVersion is older than the server's history (410 Gone): re-list."""
+
+
+def _status_of(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {"message": response.text[:500]}
+    return body if isinstance(body, dict) else {"message": str(body)[:500]}
+
+
+class KubeClient:
+    """Thread-safe (httpx.Client is) JSON access to one API server."""
+
+    def __init__(
+        self,
+        kubeconfig: Path,
+        *,
+        attempts: int = 8,
+        timeout: float = 10.0,
+    ) -> None:
+        configuration = kube_client.Configuration()
+        kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig), client_configuration=configuration, persist_config=False
+        )
+        self.server = configuration.host.rstrip("/")
+        headers = {"Accept": "application/json", "User-Agent": "vcjob-localcluster"}
+        token = configuration.api_key.get("authorization") if configuration.api_key else None
+        if token:
+            prefix = (configuration.api_key_prefix or {}).get("authorization")
+            headers["Authorization"] = f"{prefix} {token}" if prefix else token
+        verify: bool | str = configuration.ssl_ca_cert or True
+        if not configuration.verify_ssl:
+            verify = False
+        cert = None
+        if configuration.cert_file and configuration.key_file:
+            cert = (configuration.cert_file, configuration.key_file)
+        self._attempts = attempts
+        self._timeout = timeout
+        self._http = httpx.Client(
+            base_url=self.server,
+            headers=headers,
+            verify=verify,
+            cert=cert,
+            timeout=httpx.Timeout(timeout),
+        )
+        self._closed = threading.Event()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._http.close()
+
+    def __enter__(self) -> KubeClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- plain requests ---------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        retry_conflicts: bool = False,
+    ) -> dict[str, Any]:
+        """One API call with retries on transient failures; returns the decoded JSON body."""
+        content = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": content_type} if content is not None else {}
+        delay = 0.1
+        for attempt in range(1, self._attempts + 1):
+            try:
+                response = self._http.request(
+                    method, path, params=params, content=content, headers=headers
+                )
+            except httpx.TransportError as err:
+                if attempt == self._attempts or self._closed.is_set():
+                    raise
+                log.debug("api call failed, retrying", extra={"path": path, "error": str(err)})
+            else:
+                if response.is_success:
+                    decoded = response.json() if response.content else {}
+                    return decoded if isinstance(decoded, dict) else {"items": decoded}
+                status = _status_of(response)
+                retryable = response.status_code in RETRYABLE_CODES or (
+                    retry_conflicts
+                    and response.status_code == 409
+                    and status.get("reason") != "AlreadyExists"
+                )
+                if not retryable or attempt == self._attempts:
+                    raise ApiError(response.status_code, status, method, path)
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 2.0)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return self.request("GET", resource.path(namespace, name))
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        return self.request("GET", resource.path(namespace), params=params)
+
+    def create(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        return self.request("POST", resource.path(namespace), body=body)
+
+    def replace(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        name = str(body["metadata"]["name"])
+        return self.request("PUT", resource.path(namespace, name), body=body)
+
+    def patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        content_type: str = MERGE_PATCH,
+    ) -> dict[str, Any]:
+        """A patch without a resourceVersion precondition, so any 409 is transient."""
+        return self.request(
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            body=body,
+            content_type=content_type,
+            retry_conflicts=True,
+        )
+
+    def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        grace_period_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        params = {}
+        if grace_period_seconds is not None:
+            params["gracePeriodSeconds"] = str(grace_period_seconds)
+        return self.request("DELETE", resource.path(namespace, name), params=params)
+
+    def apply(self, resource: Resource, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create the object, or replace the stored one with it (keeping its resourceVersion)."""
+        namespace = body["metadata"].get("namespace") if resource.namespaced else None
+        try:
+            return self.create(resource, body, namespace)
+        except ApiError as err:
+            if not err.already_exists:
+                raise
+        for _ in range(self._attempts):
+            current = self.get(resource, str(body["metadata"]["name"]), namespace)
+            desired = json.loads(json.dumps(body))
+            desired["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            try:
+                return self.replace(resource, desired, namespace)
+            except ApiError as err:
+                if err.code != 409:
+                    raise
+        raise ApiError(409, {"reason": "Conflict"}, "PUT", resource.path(namespace))
+
+    # -- watch ------------------------------------------------------------------------------
+
+    def watch(
+        self,
+        resource: Resource,
+        resource_version: str,
+        *,
+        namespace: str | None = None,
+        params: Mapping[str, str] | None = None,
+        timeout_seconds: int = 60,
+    ) -> Iterator[dict[str, Any]]:
+        """Watch events from `resource_version` until the server ends the stream.
+
+        Raises WatchExpiredError on 410 Gone (as a status code or an ERROR event), ApiError on other
+        failures, httpx errors when the connection breaks.
+        """
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+            **(params or {}),
+        }
+        timeout = httpx.Timeout(self._timeout, read=timeout_seconds + 15.0)
+        path = resource.path(namespace)
+        with self._http.stream("GET", path, params=query, timeout=timeout) as response:
+            if response.status_code == 410:
+                raise WatchExpiredError(path)
+            if not response.is_success:
+                response.read()
+                raise ApiError(response.status_code, _status_of(response), "WATCH", path)
+            for line in response.iter_lines():
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    if status.get("code") == 410:
+                        raise WatchExpiredError(path)
+                    raise ApiError(int(status.get("code") or 500), status, "WATCH", path)
+                yield event

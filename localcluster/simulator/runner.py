@@ -1,0 +1,331 @@
+"""The simulator's I/O shell: caches fed by watches, and loops that carry out the pure decisions.
+
+Three loops share the caches: the scheduler (woken by any change), the kubelet (a short tick, since
+its steps are due at times) and the node heartbeat. Every API failure is logged and retried on the
+next round; nothing here assumes a call succeeded until the server's answer says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+
+from localcluster.simulator import kubelet, nodes, scheduling
+from localcluster.simulator.client import (
+    NODES,
+    PODGROUPS,
+    PODS,
+    ApiError,
+    KubeClient,
+)
+from localcluster.simulator.informer import Informer, object_key
+
+log = logging.getLogger(__name__)
+
+KUBELET_TICK = 0.1
+SCHEDULER_IDLE_WAIT = 1.0
+HEARTBEAT_PERIOD = 20.0
+ASSUME_TIMEOUT = timedelta(seconds=30)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _resource_version(obj: Mapping[str, Any]) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+class ObservingInformer(Informer):
+    """An informer that also takes the objects our own writes returned, never going backwards."""
+
+    def observe(self, obj: Mapping[str, Any]) -> None:
+        key = object_key(obj)
+        with self._lock:
+            current = self._objects.get(key)
+            if current is None or _resource_version(obj) >= _resource_version(current):
+                self._objects[key] = dict(obj)
+
+
+class Simulator:
+    """Gang scheduler `volcano` + kubelet + node heartbeat, against one API server."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        default_runtime: timedelta,
+        stop: threading.Event,
+        scheduler_name: str = scheduling.GANG_SCHEDULER,
+        now: Callable[[], datetime] = _now,
+    ) -> None:
+        self._client = client
+        self._default_runtime = default_runtime
+        self._stop = stop
+        self._scheduler_name = scheduler_name
+        self._now = now
+        self._wake = threading.Event()
+        self.pods = ObservingInformer(client, PODS, stop, self._wake.set)
+        self.nodes = ObservingInformer(client, NODES, stop, self._wake.set)
+        self.podgroups = ObservingInformer(client, PODGROUPS, stop, self._wake.set)
+        self._assumed_bindings: dict[str, tuple[str, str, datetime]] = {}
+        self._times: dict[str, kubelet.PodTimes] = {}
+        self._warned_scripts: set[str] = set()
+        self._binding_subresource = True
+        self._threads = [
+            threading.Thread(target=self._loop, args=(self.schedule_once,), name="scheduler"),
+            threading.Thread(target=self._kubelet_loop, name="kubelet"),
+            threading.Thread(target=self._heartbeat_loop, name="heartbeat"),
+        ]
+
+    def start(self) -> None:
+        for informer in (self.pods, self.nodes, self.podgroups):
+            informer.start()
+        for thread in self._threads:
+            thread.daemon = True
+            thread.start()
+        log.info("simulator started", extra={"scheduler": self._scheduler_name})
+
+    def join(self, timeout: float) -> None:
+        for thread in self._threads:
+            thread.join(timeout)
+        for informer in (self.pods, self.nodes, self.podgroups):
+            informer.join(timeout)
+
+    # -- scheduler --------------------------------------------------------------------------
+
+    def _loop(self, step: Callable[[], None]) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(SCHEDULER_IDLE_WAIT)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            if not (self.pods.synced.is_set() and self.nodes.synced.is_set()):
+                continue
+            try:
+                step()
+            except (ApiError, httpx.HTTPError) as err:
+                log.warning("scheduling round failed", extra={"error": str(err)})
+            except Exception:
+                log.exception("scheduling round crashed")
+
+    def _pod_views(self) -> list[scheduling.PodView]:
+        views = []
+        now = self._now()
+        for pod in self.pods.snapshot():
+            view = scheduling.pod_view(pod)
+            key = object_key(pod)
+            assumed = self._assumed_bindings.get(key)
+            if assumed is not None:
+                node, uid, since = assumed
+                uid_now = str((pod.get("metadata") or {}).get("uid", ""))
+                if view.node_name or uid_now != uid or now - since > ASSUME_TIMEOUT:
+                    del self._assumed_bindings[key]
+                else:
+                    view = replace(view, node_name=node)
+            views.append(view)
+        live = {f"{v.namespace}/{v.name}" for v in views}
+        for key in [k for k in self._assumed_bindings if k not in live]:
+            del self._assumed_bindings[key]
+        return views
+
+    def schedule_once(self) -> None:
+        node_views = [scheduling.node_view(n) for n in self.nodes.snapshot()]
+        podgroup_views = (
+            [scheduling.podgroup_view(g) for g in self.podgroups.snapshot()]
+            if self.podgroups.synced.is_set()
+            else []
+        )
+        decisions = scheduling.schedule(
+            node_views, self._pod_views(), podgroup_views, self._scheduler_name
+        )
+        for namespace, name in decisions.admit:
+            log.info("podgroup admitted", extra={"namespace": namespace, "podgroup": name})
+        for status in decisions.podgroup_status:
+            self._write_podgroup_status(status)
+        for binding in decisions.bind:
+            self._bind(binding)
+
+    def _write_podgroup_status(self, status: scheduling.PodGroupStatus) -> None:
+        try:
+            updated = self._client.patch(
+                PODGROUPS,
+                status.name,
+                {"status": status.as_status()},
+                status.namespace,
+                subresource="status",
+            )
+        except ApiError as err:
+            if not err.not_found:
+                log.warning(
+                    "podgroup status update failed",
+                    extra={
+                        "namespace": status.namespace,
+                        "podgroup": status.name,
+                        "error": str(err),
+                    },
+                )
+            return
+        self.podgroups.observe(updated)
+
+    def _bind(self, binding: scheduling.Binding) -> None:
+        key = f"{binding.namespace}/{binding.pod}"
+        pod = self.pods.get(key) or {}
+        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        self._assumed_bindings[key] = (binding.node, uid, self._now())
+        try:
+            if self._binding_subresource:
+                self._post_binding(binding, uid)
+            else:
+                self._patch_node_name(binding)
+        except ApiError as err:
+            self._assumed_bindings.pop(key, None)
+            if not err.not_found:
+                log.warning(
+                    "binding failed",
+                    extra={"namespace": binding.namespace, "pod": binding.pod, "error": str(err)},
+                )
+            return
+        log.info(
+            "pod bound",
+            extra={"namespace": binding.namespace, "pod": binding.pod, "node": binding.node},
+        )
+
+    def _post_binding(self, binding: scheduling.Binding, uid: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": binding.pod, "namespace": binding.namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
+        }
+        try:
+            self._client.request(
+                "POST", PODS.path(binding.namespace, binding.pod, "binding"), body=body
+            )
+        except ApiError as err:
+            if err.code not in (404, 405):
+                raise
+            # Tell "no such pod" from "no binding subresource" before falling back.
+            self._client.get(PODS, binding.pod, binding.namespace)
+            log.info("binding subresource unavailable, patching spec.nodeName instead")
+            self._binding_subresource = False
+            self._patch_node_name(binding)
+
+    def _patch_node_name(self, binding: scheduling.Binding) -> None:
+        updated = self._client.patch(
+            PODS, binding.pod, {"spec": {"nodeName": binding.node}}, binding.namespace
+        )
+        self.pods.observe(updated)
+
+    # -- kubelet ----------------------------------------------------------------------------
+
+    def _kubelet_loop(self) -> None:
+        while not self._stop.wait(KUBELET_TICK):
+            if not (self.pods.synced.is_set() and self.nodes.synced.is_set()):
+                continue
+            try:
+                self.kubelet_once()
+            except Exception:
+                log.exception("kubelet round crashed")
+
+    def _pod_times(self, pod: Mapping[str, Any], now: datetime) -> kubelet.PodTimes:
+        uid = str((pod.get("metadata") or {}).get("uid") or object_key(pod))
+        times = self._times.get(uid) or kubelet.PodTimes(bound_seen=now)
+        if times.started is None and (pod.get("status") or {}).get("startTime"):
+            times = replace(times, started=kubelet.container_started_at(pod) or now)
+        if times.terminating_seen is None and (pod.get("metadata") or {}).get("deletionTimestamp"):
+            times = replace(times, terminating_seen=now)
+        self._times[uid] = times
+        return times
+
+    def kubelet_once(self) -> None:
+        now = self._now()
+        node_cache = {str(n["metadata"]["name"]): n for n in self.nodes.snapshot()}
+        seen: set[str] = set()
+        for pod in self.pods.snapshot():
+            metadata = pod.get("metadata") or {}
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            if not node_name:
+                continue
+            uid = str(metadata.get("uid") or object_key(pod))
+            seen.add(uid)
+            times = self._pod_times(pod, now)
+            script, problems = kubelet.pod_script(
+                metadata.get("annotations") or {}, self._default_runtime
+            )
+            if problems and uid not in self._warned_scripts:
+                self._warned_scripts.add(uid)
+                for problem in problems:
+                    log.warning(
+                        "pod annotation ignored",
+                        extra={"pod": object_key(pod), "problem": problem},
+                    )
+            host = nodes.host_ip(node_cache.get(str(node_name)))
+            step = kubelet.next_step(pod, times, script, host, now)
+            if step is not None:
+                self._carry_out(pod, uid, step, now)
+        for uid in [u for u in self._times if u not in seen]:
+            del self._times[uid]
+            self._warned_scripts.discard(uid)
+
+    def _carry_out(
+        self, pod: Mapping[str, Any], uid: str, step: kubelet.Step, now: datetime
+    ) -> None:
+        metadata = pod.get("metadata") or {}
+        namespace, name = str(metadata.get("namespace")), str(metadata.get("name"))
+        try:
+            if step.action is kubelet.Action.DELETE:
+                self._client.delete(PODS, name, namespace, grace_period_seconds=0)
+                log.info("pod deleted", extra={"namespace": namespace, "pod": name})
+                return
+            updated = self._client.patch(
+                PODS, name, {"status": step.status}, namespace, subresource="status"
+            )
+        except ApiError as err:
+            if not err.not_found:
+                log.warning(
+                    "pod update failed",
+                    extra={"namespace": namespace, "pod": name, "error": str(err)},
+                )
+            return
+        except httpx.HTTPError as err:
+            log.warning(
+                "pod update failed", extra={"namespace": namespace, "pod": name, "error": str(err)}
+            )
+            return
+        if step.action in (kubelet.Action.START, kubelet.Action.RESTART):
+            self._times[uid] = replace(self._times[uid], started=now)
+        self.pods.observe(updated)
+        phase = (step.status or {}).get("phase")
+        log.info(
+            "pod " + step.action.value,
+            extra={"namespace": namespace, "pod": name, "phase": phase},
+        )
+
+    # -- node heartbeat ---------------------------------------------------------------------
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(HEARTBEAT_PERIOD):
+            now = self._now()
+            for node in self.nodes.snapshot():
+                name = str(node["metadata"]["name"])
+                try:
+                    updated = self._client.patch(
+                        NODES,
+                        name,
+                        {"status": {"conditions": nodes.heartbeat_conditions(node, now)}},
+                        subresource="status",
+                    )
+                except (ApiError, httpx.HTTPError) as err:
+                    log.warning("node heartbeat failed", extra={"node": name, "error": str(err)})
+                    continue
+                self.nodes.observe(updated)

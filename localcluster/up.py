@@ -1,0 +1,728 @@
+"""`vcjob local up`: start the API server, bootstrap it, then the webhook, controller and simulator.
+
+Every component but the garbage collector runs as its own child process, with its log in
+`<dir>/logs/<component>.log`. The API server is essential: when it dies, everything stops. The
+others are restarted when they exit, the way a Deployment would restart them. SIGINT or SIGTERM
+stops the children in reverse order (terminate, wait, kill after a deadline). `<dir>/local.json`
+records the ports, pids and paths once everything is ready.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+import click
+import httpx
+import yaml
+
+from localcluster.simulator import nodes as simulated_nodes
+from localcluster.simulator.client import (
+    CRDS,
+    MUTATING_WEBHOOKS,
+    NAMESPACES,
+    NODES,
+    QUEUES,
+    VALIDATING_WEBHOOKS,
+    ApiError,
+    KubeClient,
+)
+from localcluster.tools import PROJECT_ROOT
+from shared import certgen
+from shared.labels import (
+    DEFAULT_QUEUE,
+    MUTATE_PATH,
+    MUTATING_WEBHOOK_NAME,
+    VALIDATE_PATH,
+    VALIDATING_WEBHOOK_NAME,
+)
+
+log = logging.getLogger("localcluster.up")
+
+KUBECONFIG_FILE = "kubeconfig"
+STATE_FILE = "local.json"
+LOG_DIR = "logs"
+WEBHOOK_DIR = "webhook"
+DEFAULT_CRDS_DIR = PROJECT_ROOT / "charts" / "vcjob" / "files" / "crds"
+NAMESPACES_TO_CREATE = ("default", "kube-system", "vcjob-system")
+MUTATING_CONFIG_NAME = "vcjob-mutate"
+VALIDATING_CONFIG_NAME = "vcjob-validate"
+WEBHOOK_HOSTS = ("127.0.0.1", "localhost", "vcjob-webhook.vcjob-system.svc")
+STARTUP_TIMEOUT = 40.0
+STOP_DEADLINE = 8.0
+RESTART_DELAY = 2.0
+MISSING_COMMAND_MARKERS = ("No such command", "ModuleNotFoundError", "ImportError")
+
+
+class StartupError(click.ClickException):
+    """Something the cluster needs did not come up; the message says what and where to look."""
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    dir: Path
+    port: int = 6443
+    simulator: bool = True
+    controller: bool = True
+    webhook: bool = True
+    nodes: int = 3
+    node_shape: simulated_nodes.NodeShape = field(default_factory=simulated_nodes.NodeShape)
+    pod_runtime: str = "5s"
+    fault_rate: float = 0.0
+    data_dir: Path | None = None
+    elastic_period: str = "30s"
+    log_format: str = "json"
+    crds_dir: Path = DEFAULT_CRDS_DIR
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / KUBECONFIG_FILE
+
+    @property
+    def logs(self) -> Path:
+        return self.dir / LOG_DIR
+
+
+# -- pure builders ---------------------------------------------------------------------------
+
+
+def default_queue() -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": DEFAULT_QUEUE},
+        "spec": {"weight": 1, "reclaimable": True},
+    }
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Mutating- and ValidatingWebhookConfiguration the chart installs, aimed at 127.0.0.1."""
+    ca_bundle = base64.b64encode(ca_pem).decode()
+    labels = {"app.kubernetes.io/name": "vcjob", "app.kubernetes.io/component": "webhook"}
+
+    def hook(name: str, path: str, operations: list[str]) -> dict[str, Any]:
+        return {
+            "name": name,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Fail",
+            "matchPolicy": "Equivalent",
+            "timeoutSeconds": 5,
+            "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle},
+            "rules": [
+                {
+                    "apiGroups": ["batch.volcano.sh"],
+                    "apiVersions": ["v1alpha1"],
+                    "operations": operations,
+                    "resources": ["jobs"],
+                    "scope": "Namespaced",
+                }
+            ],
+            "namespaceSelector": {},
+            "objectSelector": {},
+        }
+
+    mutating = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": MUTATING_CONFIG_NAME, "labels": labels},
+        "webhooks": [
+            {**hook(MUTATING_WEBHOOK_NAME, MUTATE_PATH, ["CREATE"]), "reinvocationPolicy": "Never"}
+        ],
+    }
+    validating = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": VALIDATING_CONFIG_NAME, "labels": labels},
+        "webhooks": [hook(VALIDATING_WEBHOOK_NAME, VALIDATE_PATH, ["CREATE", "UPDATE"])],
+    }
+    return mutating, validating
+
+
+def load_crds(folder: Path) -> list[dict[str, Any]]:
+    """Every CustomResourceDefinition in the folder's YAML files, in file-name order."""
+    crds = []
+    for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
+        with path.open() as stream:
+            for document in yaml.safe_load_all(stream):
+                if not document:
+                    continue
+                if document.get("kind") != "CustomResourceDefinition":
+                    raise StartupError(
+                        f"{path}: expected a CustomResourceDefinition, not {document.get('kind')!r}"
+                    )
+                crds.append(document)
+    return crds
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def vcjob_command() -> list[str]:
+    """How to run `vcjob` with this interpreter: the console script next to it when installed."""
+    script = Path(sys.executable).with_name("vcjob")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from shared.cli import main; sys.exit(main())"]
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# -- child processes -------------------------------------------------------------------------
+
+
+@dataclass
+class Child:
+    """A supervised child process whose output goes to its own log file."""
+
+    name: str
+    argv: Sequence[str]
+    log_path: Path
+    restart: bool
+    port: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    _log: IO[bytes] | None = None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if self._log is None:
+            self._log = self.log_path.open("ab")
+        # A session of its own: a terminal's Ctrl-C reaches `up` only, which stops them in order.
+        self.process = subprocess.Popen(
+            list(self.argv),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.info("component started", extra={"component": self.name, "pid": self.process.pid})
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def exited(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def terminate(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+
+    def wait(self, deadline: float) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.wait(max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            log.warning(
+                "component did not stop in time, killing it", extra={"component": self.name}
+            )
+            self.process.kill()
+            self.process.wait(5)
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def missing_command(self) -> bool:
+        """Whether it exited because this vcjob build does not have the command yet."""
+        tail = log_tail(self.log_path, 15)
+        return any(marker in tail for marker in MISSING_COMMAND_MARKERS)
+
+    def describe(self) -> dict[str, Any]:
+        described: dict[str, Any] = {"pid": self.pid, "log": str(self.log_path), **self.extra}
+        if self.port is not None:
+            described["port"] = self.port
+        return described
+
+
+# -- the cluster -----------------------------------------------------------------------------
+
+
+class LocalControlPlane:
+    def __init__(self, options: UpOptions, echo: Callable[[str], None] = click.echo) -> None:
+        self.options = options
+        self._echo = echo
+        self.stop = threading.Event()
+        self.children: dict[str, Child] = {}
+        self._controller_threads: list[threading.Thread] = []
+        self._client: KubeClient | None = None
+        self.api_port = options.port
+
+    # lifecycle
+
+    def run(self) -> int:
+        """Start everything, wait for a stop signal, stop everything. Returns the exit code."""
+        self._install_signal_handlers()
+        try:
+            self.start()
+            if self.stop.is_set():
+                return 0
+            self._banner()
+            return self._supervise()
+        finally:
+            self.shutdown()
+
+    def start(self) -> None:
+        options = self.options
+        options.dir.mkdir(parents=True, exist_ok=True)
+        for stale in (options.kubeconfig, options.dir / STATE_FILE):
+            stale.unlink(missing_ok=True)
+        self._start_api_server()
+        client = self._client = KubeClient(options.kubeconfig)
+        self._echo(
+            f"API server ready at {client.server}; kubeconfig: {options.kubeconfig.resolve()}"
+        )
+        self._apply_crds(client)
+        self._create_namespaces(client)
+        self._create_default_queue(client)
+        self._register_nodes(client)
+        self._start_controllers()
+        if options.webhook:
+            self._start_webhook(client)
+        else:
+            self._remove_webhook_configurations(client)
+        if options.controller:
+            self._start_controller()
+        if options.simulator:
+            self._start_simulator()
+        self._write_state(ready=True)
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        clients = [c for name, c in self.children.items() if name != "apiserver"]
+        deadline = time.monotonic() + STOP_DEADLINE
+        for child in reversed(clients):
+            child.terminate()
+        for child in reversed(clients):
+            child.wait(deadline)
+        for thread in self._controller_threads:
+            thread.join(max(deadline - time.monotonic(), 0.1))
+        if self._client is not None:
+            self._client.close()
+        api_server = self.children.get("apiserver")
+        if api_server is not None:
+            api_server.terminate()
+            api_server.wait(time.monotonic() + STOP_DEADLINE)
+        for child in self.children.values():
+            child.close()
+        if (self.options.dir / STATE_FILE).exists():
+            self._write_state(ready=False)
+        log.info("local cluster stopped")
+
+    def _install_signal_handlers(self) -> None:
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            if not self.stop.is_set():
+                log.info("stopping", extra={"signal": signal.Signals(signum).name})
+            self.stop.set()
+
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+
+    def _supervise(self) -> int:
+        pending_restarts: dict[str, float] = {}
+        while not self.stop.wait(0.5):
+            for name, child in list(self.children.items()):
+                code = child.exited()
+                if code is None:
+                    continue
+                if not child.restart:
+                    log.error(
+                        "essential component exited, stopping the cluster",
+                        extra={"component": name, "exit_code": code, "log": str(child.log_path)},
+                    )
+                    self._echo(f"{name} exited with code {code}:\n{log_tail(child.log_path)}")
+                    return 1
+                due = pending_restarts.setdefault(name, time.monotonic() + RESTART_DELAY)
+                if time.monotonic() >= due:
+                    del pending_restarts[name]
+                    log.warning(
+                        "component exited, restarting it",
+                        extra={"component": name, "exit_code": code, "log": str(child.log_path)},
+                    )
+                    child.restarts += 1
+                    child.start()
+                    self._write_state(ready=True)
+        return 0
+
+    # components
+
+    def _start_api_server(self) -> None:
+        options = self.options
+        argv = [
+            sys.executable,
+            "-m",
+            "localcluster.apiserver",
+            "--port",
+            str(options.port),
+            "--dir",
+            str(options.dir),
+        ]
+        if options.data_dir is not None:
+            argv += ["--data-dir", str(options.data_dir)]
+        if options.fault_rate:
+            argv += ["--fault-rate", str(options.fault_rate)]
+        child = self._spawn("apiserver", argv, restart=False, port=options.port)
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not options.kubeconfig.exists():
+            self._check_alive(child)
+            if time.monotonic() > deadline:
+                raise StartupError(
+                    f"the API server wrote no kubeconfig within {STARTUP_TIMEOUT:.0f}s; "
+                    f"see {child.log_path}"
+                )
+            self.stop.wait(0.1)
+        self.api_port = _port_of(options.kubeconfig, options.port)
+        child.port = self.api_port
+        with KubeClient(options.kubeconfig, attempts=1, timeout=2.0) as probe:
+            while True:
+                self._check_alive(child)
+                try:
+                    probe.request("GET", "/version")
+                    return
+                except (ApiError, httpx.HTTPError) as err:
+                    if time.monotonic() > deadline:
+                        raise StartupError(
+                            f"the API server does not answer: {err}; see {child.log_path}"
+                        ) from err
+                self.stop.wait(0.2)
+
+    def _apply_crds(self, client: KubeClient) -> None:
+        folder = self.options.crds_dir
+        if not folder.is_dir():
+            fallback = PROJECT_ROOT / "charts" / "vcjob" / "templates" / "crds"
+            if folder == DEFAULT_CRDS_DIR and fallback.is_dir():
+                folder = fallback
+            else:
+                log.warning(
+                    "no CRD folder, skipping CRDs and the default Queue",
+                    extra={"folder": str(folder)},
+                )
+                self._echo(
+                    f"warning: {folder} does not exist; no CRDs applied "
+                    "(generate them with `vcjob crds --write charts/vcjob/files/crds`)"
+                )
+                return
+        crds = load_crds(folder)
+        for crd in crds:
+            client.apply(CRDS, crd)
+            log.info("crd applied", extra={"crd": crd["metadata"]["name"]})
+        self._wait_for_discovery(client, crds)
+
+    def _wait_for_discovery(self, client: KubeClient, crds: Sequence[dict[str, Any]]) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        for crd in crds:
+            spec = crd["spec"]
+            plural = spec["names"]["plural"]
+            for version in (v["name"] for v in spec["versions"] if v.get("served", True)):
+                path = f"/apis/{spec['group']}/{version}"
+                while True:
+                    try:
+                        listing = client.request("GET", path)
+                        if any(r.get("name") == plural for r in listing.get("resources") or []):
+                            break
+                    except ApiError as err:
+                        if err.code != 404:
+                            raise
+                    if time.monotonic() > deadline:
+                        raise StartupError(
+                            f"{plural}.{spec['group']}/{version} is not served "
+                            f"after {STARTUP_TIMEOUT:.0f}s"
+                        )
+                    self.stop.wait(0.1)
+
+    def _create_namespaces(self, client: KubeClient) -> None:
+        for name in NAMESPACES_TO_CREATE:
+            try:
+                client.create(NAMESPACES, namespace(name))
+            except ApiError as err:
+                if not err.already_exists:
+                    raise
+
+    def _create_default_queue(self, client: KubeClient) -> None:
+        try:
+            client.request("GET", "/apis/scheduling.volcano.sh/v1beta1")
+        except ApiError:
+            log.warning("queues are not served, no default Queue created")
+            return
+        try:
+            client.create(QUEUES, default_queue())
+        except ApiError as err:
+            if not err.already_exists:
+                raise
+        client.patch(QUEUES, DEFAULT_QUEUE, {"status": {"state": "Open"}}, subresource="status")
+
+    def _register_nodes(self, client: KubeClient) -> None:
+        options = self.options
+        now = datetime.now(UTC)
+        for node in simulated_nodes.build_nodes(options.nodes, options.node_shape, now):
+            client.apply(NODES, node)
+            client.patch(
+                NODES, node["metadata"]["name"], {"status": node["status"]}, subresource="status"
+            )
+        log.info("nodes registered", extra={"count": options.nodes})
+
+    def _start_controllers(self) -> None:
+        try:
+            # Imported late: `up` works (without garbage collection) in builds that lack it.
+            controllers = importlib.import_module("localcluster.controllers")
+        except ImportError as err:
+            log.warning("garbage collector not available", extra={"error": str(err)})
+            self._echo("warning: the garbage collector and namespace controller are not available")
+            return
+        start: Callable[[Path, threading.Event], list[threading.Thread]]
+        start = controllers.start_controllers
+        self._controller_threads = start(self.options.kubeconfig, self.stop)
+
+    def _start_webhook(self, client: KubeClient) -> None:
+        options = self.options
+        cert_dir = options.dir / WEBHOOK_DIR
+        bundle = certgen.issue(list(WEBHOOK_HOSTS))
+        certgen.write_bundle(bundle, cert_dir)
+        port, health_port, metrics_port = free_port(), free_port(), free_port()
+        argv = [
+            *vcjob_command(),
+            "webhook",
+            "--port", str(port),
+            "--tls-cert-file", str(cert_dir / certgen.CERT_FILE),
+            "--tls-private-key-file", str(cert_dir / certgen.KEY_FILE),
+            "--scheduler-name", "volcano",
+            "--queue-check", "on",
+            "--kubeconfig", str(options.kubeconfig),
+            "--health-port", str(health_port),
+            "--metrics-port", str(metrics_port),
+            "--log-format", options.log_format,
+        ]  # fmt: skip
+        child = self._spawn(
+            "webhook",
+            argv,
+            restart=True,
+            port=port,
+            extra={
+                "health_port": health_port,
+                "metrics_port": metrics_port,
+                "certs": str(cert_dir),
+            },
+        )
+        if not self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz"):
+            return
+        mutating, validating = webhook_configurations(port, bundle.ca.cert_pem)
+        client.apply(MUTATING_WEBHOOKS, mutating)
+        client.apply(VALIDATING_WEBHOOKS, validating)
+        log.info("webhook registered", extra={"port": port})
+
+    def _remove_webhook_configurations(self, client: KubeClient) -> None:
+        """A previous run's configurations would send admission to a webhook that is not there."""
+        for resource, name in (
+            (MUTATING_WEBHOOKS, MUTATING_CONFIG_NAME),
+            (VALIDATING_WEBHOOKS, VALIDATING_CONFIG_NAME),
+        ):
+            try:
+                client.delete(resource, name)
+            except ApiError as err:
+                if not err.not_found:
+                    raise
+
+    def _start_controller(self) -> None:
+        options = self.options
+        health_port, metrics_port = free_port(), free_port()
+        argv = [
+            *vcjob_command(),
+            "controller",
+            "--kubeconfig", str(options.kubeconfig),
+            "--health-port", str(health_port),
+            "--metrics-port", str(metrics_port),
+            "--no-leader-elect",
+            "--elastic-period", options.elastic_period,
+            "--log-format", options.log_format,
+        ]  # fmt: skip
+        child = self._spawn(
+            "controller",
+            argv,
+            restart=True,
+            extra={"health_port": health_port, "metrics_port": metrics_port},
+        )
+        self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz")
+
+    def _start_simulator(self) -> None:
+        options = self.options
+        argv = [
+            sys.executable,
+            "-m",
+            "localcluster.simulator",
+            "--kubeconfig", str(options.kubeconfig),
+            "--pod-runtime", options.pod_runtime,
+            "--log-format", options.log_format,
+        ]  # fmt: skip
+        self._spawn("simulator", argv, restart=True)
+
+    # helpers
+
+    def _spawn(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        restart: bool,
+        port: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Child:
+        child = Child(
+            name=name,
+            argv=argv,
+            log_path=self.options.logs / f"{name}.log",
+            restart=restart,
+            port=port,
+            extra=extra or {},
+        )
+        child.log_path.parent.mkdir(parents=True, exist_ok=True)
+        child.log_path.write_bytes(b"")
+        child.start()
+        self.children[name] = child
+        return child
+
+    def _check_alive(self, child: Child) -> None:
+        code = child.exited()
+        if code is not None:
+            raise StartupError(
+                f"{child.name} exited with code {code} while starting:\n{log_tail(child.log_path)}"
+            )
+        if self.stop.is_set():
+            raise StartupError("interrupted while starting")
+
+    def _wait_ready(self, child: Child, url: str) -> bool:
+        """Wait for the child's readiness endpoint. False (with a warning) when the installed vcjob
+        does not have the command; an error when it fails otherwise."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        with httpx.Client(timeout=2.0) as http:
+            while True:
+                code = child.exited()
+                if code is not None:
+                    if child.missing_command():
+                        self.children.pop(child.name)
+                        child.close()
+                        log.warning(
+                            "component not available in this build", extra={"component": child.name}
+                        )
+                        self._echo(
+                            f"warning: `vcjob {child.name}` is not available; going on without it"
+                        )
+                        return False
+                    raise StartupError(
+                        f"{child.name} exited with code {code} while starting:\n"
+                        + log_tail(child.log_path)
+                    )
+                try:
+                    if http.get(url).status_code == 200:
+                        return True
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise StartupError(
+                        f"{child.name} was not ready within {STARTUP_TIMEOUT:.0f}s; "
+                        f"see {child.log_path}"
+                    )
+                if self.stop.wait(0.2):
+                    raise StartupError("interrupted while starting")
+
+    def _write_state(self, *, ready: bool) -> None:
+        options = self.options
+        state = {
+            "pid": os.getpid(),
+            "ready": ready,
+            "dir": str(options.dir.resolve()),
+            "kubeconfig": str(options.kubeconfig.resolve()),
+            "server": f"https://127.0.0.1:{self.api_port}",
+            "port": self.api_port,
+            "logs": str(options.logs.resolve()),
+            "components": {name: child.describe() for name, child in self.children.items()},
+        }
+        target = options.dir / STATE_FILE
+        scratch = target.with_suffix(".tmp")
+        scratch.write_text(json.dumps(state, indent=2) + "\n")
+        scratch.replace(target)
+
+    def _banner(self) -> None:
+        options = self.options
+        kubeconfig = options.kubeconfig.resolve()
+        shape = options.node_shape
+        lines = [
+            "",
+            "vcjob local cluster is up",
+            f"  API server  https://127.0.0.1:{self.api_port}",
+        ]
+        webhook = self.children.get("webhook")
+        lines.append(
+            f"  webhook     https://127.0.0.1:{webhook.port}" if webhook else "  webhook     off"
+        )
+        lines.append("  controller  " + ("running" if "controller" in self.children else "off"))
+        if "simulator" in self.children:
+            gpus = f", {shape.gpu} nvidia.com/gpu" if shape.gpu else ""
+            lines.append(
+                f"  simulator   {options.nodes} nodes ({shape.cpu} cpu, {shape.memory}{gpus}); "
+                f"pods run {options.pod_runtime}"
+            )
+        else:
+            lines.append("  simulator   off")
+        lines += [
+            f"  logs        {options.logs.resolve()}",
+            f"  kubeconfig  {kubeconfig}",
+            "",
+            f"  export KUBECONFIG={kubeconfig}",
+            "  kubectl get nodes,queues",
+            "  kubectl create -f examples/demo-job.yaml",
+            "  kubectl get vcjob,pods -w",
+            "",
+            "Press Ctrl-C to stop.",
+        ]
+        self._echo("\n".join(lines))
+
+
+def _port_of(kubeconfig: Path, fallback: int) -> int:
+    try:
+        config = yaml.safe_load(kubeconfig.read_text())
+        server = config["clusters"][0]["cluster"]["server"]
+        port = urlsplit(server).port
+    except (OSError, KeyError, IndexError, TypeError, ValueError, yaml.YAMLError):
+        return fallback
+    return port or fallback
+
+
+def read_state(directory: Path) -> dict[str, Any] | None:
+    try:
+        state = json.loads((directory / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None

@@ -1,0 +1,178 @@
+"""The CRDs are generated from the models, structural, valid, and equal to the chart's files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from shared import crdgen
+
+REPO = Path(__file__).resolve().parents[3]
+CHART_CRDS = REPO / "charts" / "vcjob" / "files" / "crds"
+CRDS = {crd["metadata"]["name"]: crd for crd in crdgen.build_crds()}
+PRESERVED = {
+    ("jobs.batch.volcano.sh", "spec.tasks[*].template"),
+    ("jobs.batch.volcano.sh", "spec.volumes[*].volumeClaim"),
+    ("podgroups.scheduling.volcano.sh", "spec.minResources"),
+    ("queues.scheduling.volcano.sh", "spec.capability"),
+}
+
+
+def _nodes(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    yield path, schema
+    for name, child in schema.get("properties", {}).items():
+        yield from _nodes(child, f"{path}.{name}" if path else name)
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from _nodes(schema["additionalProperties"], f"{path}[*]")
+    if "items" in schema:
+        yield from _nodes(schema["items"], f"{path}[*]")
+
+
+def _schema(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = CRDS[name]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def test_the_four_crds_are_generated() -> None:
+    assert sorted(CRDS) == [
+        "commands.bus.volcano.sh",
+        "jobs.batch.volcano.sh",
+        "podgroups.scheduling.volcano.sh",
+        "queues.scheduling.volcano.sh",
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(CRDS))
+def test_chart_files_match_the_models(name: str) -> None:
+    committed = CHART_CRDS / f"{name}.yaml"
+    assert committed.is_file(), f"run: vcjob crds --write {CHART_CRDS.relative_to(REPO)}"
+    assert yaml.safe_load(committed.read_text()) == CRDS[name], (
+        f"{committed} is stale; run: vcjob crds --write {CHART_CRDS.relative_to(REPO)}"
+    )
+
+
+def test_chart_folder_holds_no_other_crds() -> None:
+    assert sorted(p.stem for p in CHART_CRDS.glob("*.yaml")) == sorted(CRDS)
+
+
+@pytest.mark.parametrize("name", sorted(CRDS))
+def test_crd_is_a_valid_apiextensions_v1_object(name: str) -> None:
+    kubernetes_validate.validate(CRDS[name], "1.31", strict=True)
+
+
+@pytest.mark.parametrize("name", sorted(CRDS))
+def test_schema_is_structural(name: str) -> None:
+    for path, node in _nodes(_schema(name)):
+        assert "type" in node, f"{name}: {path or '<root>'} has no type"
+        assert not {"$ref", "anyOf", "oneOf", "allOf", "title"} & node.keys(), path
+        assert node.get("additionalProperties", {}) is not True, path
+        assert not ("properties" in node and "additionalProperties" in node), path
+
+
+@pytest.mark.parametrize("name", sorted(CRDS))
+def test_unknown_fields_are_preserved_only_where_intended(name: str) -> None:
+    preserved = {
+        (name, path) for path, node in _nodes(_schema(name)) if node.get(crdgen.PRESERVE_KEY)
+    }
+    assert preserved == {p for p in PRESERVED if p[0] == name}
+
+
+def test_optional_fields_are_nullable_and_keep_their_constraints() -> None:
+    task = _schema("jobs.batch.volcano.sh")["properties"]["spec"]["properties"]["tasks"]["items"]
+    assert task["properties"]["replicas"] == {"type": "integer", "minimum": 0, "nullable": True}
+    assert task["properties"]["topologyPolicy"]["enum"] == [
+        "none",
+        "best-effort",
+        "restricted",
+        "single-numa-node",
+    ]
+    spec = _schema("jobs.batch.volcano.sh")["properties"]["spec"]["properties"]
+    rules = spec["successPolicy"]["properties"]["rules"]
+    assert (rules["minItems"], rules["maxItems"]) == (1, 20)
+    assert rules["items"]["properties"]["succeededIndexes"]["maxLength"] == 64 * 1024
+
+
+@pytest.mark.parametrize("field", ["partitionPolicy", "networkTopology", "runningEstimate"])
+def test_unsupported_volcano_fields_are_not_in_the_schema(field: str) -> None:
+    rendered = crdgen.render_all()
+    assert field not in rendered
+
+
+def test_job_names_scope_subresource_and_columns() -> None:
+    crd = CRDS["jobs.batch.volcano.sh"]
+    assert crd["spec"]["scope"] == "Namespaced"
+    assert crd["spec"]["names"]["shortNames"] == ["vcjob", "vj"]
+    version = crd["spec"]["versions"][0]
+    assert version["subresources"] == {"status": {}}
+    columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "STATUS",
+        "MINAVAILABLE",
+        "RUNNINGS",
+        "AGE",
+        "QUEUE",
+    ]
+    assert columns["STATUS"]["jsonPath"] == ".status.state.phase"
+    assert columns["MINAVAILABLE"]["jsonPath"] == ".status.minAvailable"
+    assert columns["RUNNINGS"]["jsonPath"] == ".status.running"
+    assert columns["AGE"]["jsonPath"] == ".metadata.creationTimestamp"
+    assert columns["QUEUE"] == {
+        "name": "QUEUE",
+        "type": "string",
+        "jsonPath": ".spec.queue",
+        "priority": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "group", "version", "scope", "short_names", "status"),
+    [
+        ("commands.bus.volcano.sh", "bus.volcano.sh", "v1alpha1", "Namespaced", None, False),
+        (
+            "podgroups.scheduling.volcano.sh",
+            "scheduling.volcano.sh",
+            "v1beta1",
+            "Namespaced",
+            ["pg", "podgroup-v1beta1"],
+            True,
+        ),
+        (
+            "queues.scheduling.volcano.sh",
+            "scheduling.volcano.sh",
+            "v1beta1",
+            "Cluster",
+            ["q", "queue-v1beta1"],
+            True,
+        ),
+    ],
+)
+def test_other_crds(
+    name: str, group: str, version: str, scope: str, short_names: list[str] | None, status: bool
+) -> None:
+    spec = CRDS[name]["spec"]
+    assert (spec["group"], spec["versions"][0]["name"], spec["scope"]) == (group, version, scope)
+    assert spec["names"].get("shortNames") == short_names
+    assert ("subresources" in spec["versions"][0]) is status
+
+
+def test_render_all_is_a_multi_document_stream_of_every_crd() -> None:
+    docs = list(yaml.safe_load_all(crdgen.render_all()))
+    assert [d for d in docs if d] == crdgen.build_crds()
+    assert "&id" not in crdgen.render_all()
+
+
+def test_write_all_writes_one_file_per_crd(tmp_path: Path) -> None:
+    paths = crdgen.write_all(tmp_path / "out")
+    assert [p.name for p in paths] == [f"{name}.yaml" for name in CRDS]
+    for path in paths:
+        assert yaml.safe_load(path.read_text()) == CRDS[path.stem]
+
+
+def test_free_form_objects_must_be_typed_or_preserved() -> None:
+    with pytest.raises(crdgen.SchemaError, match="free-form object"):
+        crdgen._convert({"type": "object", "additionalProperties": True}, {}, "x")
