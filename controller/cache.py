@@ -9,7 +9,7 @@ Pod deletions seen on the watch are kept as `PodEdge`s until the job's next reco
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +31,7 @@ KINDS = frozenset({JOB, POD, PODGROUP, COMMAND, PRIORITY_CLASS}) | CHILD_KINDS
 
 # Edges kept per job at most; a job that is never reconciled must not grow memory forever.
 MAX_EDGES_PER_JOB = 10_000
+MAX_TOMBSTONES = 50_000
 
 
 def object_key(obj: WireObject) -> str:
@@ -39,11 +40,20 @@ def object_key(obj: WireObject) -> str:
     return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
 
 
+def _uid(obj: WireObject) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
 def _rv(obj: WireObject) -> int | None:
     text = (obj.get("metadata") or {}).get("resourceVersion")
     if isinstance(text, str) and text.isdigit():
         return int(text)
     return None
+
+
+def _same_version(a: WireObject, b: WireObject) -> bool:
+    version = _rv(a)
+    return version is not None and version == _rv(b)
 
 
 def is_newer(candidate: WireObject, current: WireObject | None) -> bool:
@@ -100,18 +110,25 @@ class Cache:
         # kind -> job key -> object keys
         self._by_job: dict[str, dict[str, set[str]]] = {kind: defaultdict(set) for kind in KINDS}
         self._edges: dict[str, list[PodEdge]] = defaultdict(list)
+        # UIDs seen deleted: a late copy of a deleted object (say, what one of our own writes
+        # returned while the watch already delivered the deletion) must not bring it back.
+        self._deleted_uids: OrderedDict[str, None] = OrderedDict()
 
     # --- writes from watches -----------------------------------------------------------------
 
     def upsert(self, kind: str, obj: WireObject) -> str | None:
-        """Store an object if it is not older than what we hold; returns its job key."""
+        """Store an object if it is newer than what we hold; returns its job key, or None when
+        nothing changed (the watch echoing what one of our own writes already stored), so such
+        echoes do not trigger another reconcile."""
         key = object_key(obj)
         with self._lock:
             store = self._objects[kind]
             current = store.get(key)
             job_key = job_key_of(kind, obj)
-            if not is_newer(obj, current):
-                return job_key
+            if not is_newer(obj, current) or _uid(obj) in self._deleted_uids:
+                return None
+            if current is not None and _same_version(obj, current):
+                return None
             if current is not None:
                 old_job = job_key_of(kind, current)
                 if old_job is not None and old_job != job_key:
@@ -127,6 +144,11 @@ class Cache:
         with self._lock:
             current = self._objects[kind].pop(key, None)
             last = current if current is not None else obj
+            uid = _uid(obj)
+            if uid:
+                self._deleted_uids[uid] = None
+                while len(self._deleted_uids) > MAX_TOMBSTONES:
+                    self._deleted_uids.popitem(last=False)
             job_key = job_key_of(kind, last)
             if job_key is None:
                 return None

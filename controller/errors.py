@@ -30,3 +30,11 @@ class NotFoundError(KubeError):
 
 class PermanentError(KubeError):
     """422 Invalid, 400 BadRequest, 403 Forbidden: retrying the same request cannot help."""
+
+
+class PartialProgressError(TransientError):
+    """Some writes of a plan succeeded before one failed: retry soon, the backoff restarts."""
+
+    def __init__(self, cause: KubeError, progress: int) -> None:
+        super().__init__(str(cause), cause.status, cause.reason)
+        self.progress = progress

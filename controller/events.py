@@ -5,9 +5,12 @@ Recording is best effort: a failed event write is logged and never fails a recon
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -19,6 +22,7 @@ log = logging.getLogger(__name__)
 
 COMPONENT = "vc-controller-manager"
 _REMEMBERED = 4096
+_BACKLOG = 10_000
 
 
 def _time(clock: Clock) -> str:
@@ -26,19 +30,76 @@ def _time(clock: Clock) -> str:
 
 
 class EventRecorder:
-    def __init__(self, kube: Kube, instance: str, clock: Clock | None = None) -> None:
+    """Records Events; with `asynchronous`, a background thread writes them (like client-go's
+    broadcaster) so a reconcile never waits for its Events and pods are not queued behind them."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        instance: str,
+        clock: Clock | None = None,
+        *,
+        asynchronous: bool = False,
+    ) -> None:
         self._kube = kube
         self._instance = instance
         self._clock: Clock = clock or RealClock()
         self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, int]] = OrderedDict()
         self._lock = threading.Lock()
+        self._pending: queue.Queue[tuple[dict[str, Any], str, str, str, str] | None] | None = None
+        self._thread: threading.Thread | None = None
+        if asynchronous:
+            self._pending = queue.Queue(maxsize=_BACKLOG)
+            self._thread = threading.Thread(
+                target=self._drain, args=(self._pending,), name="events", daemon=True
+            )
+            self._thread.start()
 
     def record(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        if self._pending is None:
+            self._write(obj, event_type, reason, message, _time(self._clock))
+            return
+        try:
+            self._pending.put_nowait((obj, event_type, reason, message, _time(self._clock)))
+        except queue.Full:
+            log.warning("event dropped, backlog full", extra={"reason": reason})
+
+    def _drain(
+        self, pending: queue.Queue[tuple[dict[str, Any], str, str, str, str] | None]
+    ) -> None:
+        while (item := pending.get()) is not None:
+            try:
+                self._write(*item)
+            finally:
+                pending.task_done()
+        pending.task_done()
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every queued Event was written; False if `timeout` passed first."""
+        if self._pending is None:
+            return True
+        deadline = time.monotonic() + timeout
+        while self._pending.unfinished_tasks:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued (up to `timeout`), then stop the background thread."""
+        if self._pending is None or self._thread is None:
+            return
+        with contextlib.suppress(queue.Full):
+            self._pending.put(None, timeout=timeout)
+        self._thread.join(timeout)
+
+    def _write(
+        self, obj: dict[str, Any], event_type: str, reason: str, message: str, now: str
+    ) -> None:
         meta = obj.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         uid = str(meta.get("uid") or "")
         key = (uid, event_type, reason, message)
-        now = _time(self._clock)
         with self._lock:
             seen = self._seen.get(key)
         try:

@@ -7,6 +7,7 @@ here into an error that carries the retry decision (`controller.errors`).
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
@@ -136,13 +137,23 @@ class TokenBucket:
             self._sleep(wait)
 
 
+def pooled_copy(api_client: client.ApiClient, pool_size: int) -> client.ApiClient:
+    """A new ApiClient with the same configuration and a connection pool of `pool_size`
+    (each watch holds a connection for its lifetime, workers and creates need more)."""
+    configuration = copy.deepcopy(api_client.configuration)
+    configuration.connection_pool_maxsize = pool_size
+    return client.ApiClient(configuration)
+
+
 def load_api_client(kubeconfig: str | None) -> client.ApiClient:
     """An ApiClient from a kubeconfig file, or from the in-cluster service account when None."""
     configuration = client.Configuration()
     if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, client_configuration=configuration
+        )
     else:
-        config.load_incluster_config(client_configuration=configuration)
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     # Every worker and watch holds a connection; keep them pooled instead of reconnecting.
     configuration.connection_pool_maxsize = 32
     return client.ApiClient(configuration)
@@ -178,9 +189,19 @@ def translate(status: int, body: Any, what: str) -> KubeError:
 class Kube:
     """Thin typed wrapper over one ApiClient: CRUD, merge patches, status writes, list, watch."""
 
-    def __init__(self, api_client: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        qps: float = 50.0,
+        burst: int = 100,
+        request_timeout: float = REQUEST_TIMEOUT[1],
+    ) -> None:
         self.api_client = api_client
         self._limiter = TokenBucket(qps, burst)
+        self._timeout = (min(REQUEST_TIMEOUT[0], request_timeout), request_timeout)
+        # A watch with no event (not even a bookmark) for this long is re-opened: a hung
+        # connection must not freeze the cache.
+        self._watch_idle = max(3.0 * request_timeout, 5.0)
 
     def request(
         self,
@@ -190,11 +211,12 @@ class Kube:
         query: dict[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        timeout: tuple[float, float] = REQUEST_TIMEOUT,
+        timeout: tuple[float, float] | None = None,
     ) -> Any:
         self._limiter.take()
+        timeout = timeout or self._timeout
         what = f"{method} {path}"
-        response = self._send(method, path, query, body, content_type, timeout, stream=False)
+        response = self._send(method, path, query, body, content_type, timeout)
         try:
             data = response.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -212,8 +234,6 @@ class Kube:
         body: Any,
         content_type: str,
         timeout: tuple[float, float],
-        *,
-        stream: bool,
     ) -> Any:
         headers = {"Accept": "application/json"}
         if body is not None:
@@ -322,8 +342,11 @@ class Kube:
         resource_version: str,
         label_selector: str | None = None,
         timeout_seconds: int = 300,
+        on_open: Callable[[Any], None] | None = None,
     ) -> Iterator[WireObject]:
-        """Watch events as dicts (`type`, `object`) until the server closes the stream."""
+        """Watch events as dicts (`type`, `object`) until the server closes the stream.
+
+        `on_open` receives the open response, so another thread can shut it down."""
         self._limiter.take()
         query = {
             "watch": "true",
@@ -333,18 +356,19 @@ class Kube:
             "labelSelector": label_selector,
         }
         path = res.path()
-        # The read timeout outlives the server-side timeout so only a dead connection trips it.
-        response = self._send(
-            "GET", path, query, None, "", (5.0, timeout_seconds + 30.0), stream=True
-        )
+        response = self._send("GET", path, query, None, "", (self._timeout[0], self._watch_idle))
         raw = response.response
+        if on_open is not None:
+            on_open(raw)
         try:
             if response.status != 200:
                 raise translate(response.status, _decode(response.read()), f"WATCH {path}")
-            for line in iter_resp_lines(raw):
+            for line in iter_resp_lines(raw):  # type: ignore[no-untyped-call]
                 if line:
                     event: WireObject = json.loads(line)
                     yield event
+        except urllib3.exceptions.ReadTimeoutError:
+            return  # idle for too long: the caller re-watches from its last resourceVersion
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransientError(f"WATCH {path}: {exc}") from exc
         finally:

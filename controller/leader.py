@@ -66,6 +66,7 @@ class LeaderElector:
         # What we last saw of somebody else's lease, and when (our monotonic clock).
         self._observed_record: tuple[str, str, int] | None = None
         self._observed_at = 0.0
+        self._expires_in: float | None = None
         self._lock = threading.Lock()
 
     @property
@@ -93,6 +94,29 @@ class LeaderElector:
                 self._on_stopped()
             return self._leading
 
+    def _lease_age(self, spec: WireObject) -> float:
+        """How long ago the holder renewed: our own observation, or the lease's renewTime when
+        that is older and plausible (not in our future), so a successor does not add the
+        observation lag to the lease duration. The leader's renew deadline (10 s) under the
+        lease duration (15 s) leaves 5 s for clock skew."""
+        local_age = self._clock.monotonic() - self._observed_at
+        renew_time = spec.get("renewTime")
+        if not isinstance(renew_time, str):
+            return local_age
+        try:
+            renewed = datetime.fromisoformat(renew_time.replace("Z", "+00:00"))
+        except ValueError:
+            return local_age
+        wall_age = (self._clock.now() - renewed).total_seconds()
+        return max(local_age, wall_age) if wall_age >= 0 else local_age
+
+    def next_wait(self) -> float:
+        """Seconds until the next round: the retry period, or sooner when a lease expires."""
+        wait = self._config.retry_period
+        if not self._leading and self._expires_in is not None:
+            wait = min(wait, max(0.05, self._expires_in))
+        return wait
+
     def _spec(self, transitions: int, acquire_time: str) -> WireObject:
         return {
             "holderIdentity": self._config.identity,
@@ -104,6 +128,7 @@ class LeaderElector:
 
     def _round(self) -> bool:
         cfg = self._config
+        self._expires_in = None
         try:
             lease = self._api.get(cfg.namespace, cfg.name)
             now_text = _micro_time(self._clock.now())
@@ -125,7 +150,9 @@ class LeaderElector:
                 self._observed_at = self._clock.monotonic()
             if holder and holder != cfg.identity:
                 duration = float(spec.get("leaseDurationSeconds") or cfg.lease_duration)
-                if self._clock.monotonic() - self._observed_at < duration:
+                age = self._lease_age(spec)
+                if age < duration:
+                    self._expires_in = duration - age
                     return False
             if holder == cfg.identity:
                 acquire = str(spec.get("acquireTime") or now_text)
@@ -135,7 +162,13 @@ class LeaderElector:
             lease["spec"] = self._spec(transitions, acquire)
             self._api.replace(cfg.namespace, lease)
             return True
-        except (ConflictError, AlreadyExistsError, NotFoundError):
+        except (ConflictError, AlreadyExistsError):
+            return False  # another candidate wrote first
+        except NotFoundError as exc:
+            log.warning(
+                "lease cannot be written, does its namespace exist?",
+                extra={"namespace": cfg.namespace, "error": str(exc)},
+            )
             return False
         except KubeError as exc:
             log.warning("lease update failed", extra={"error": str(exc)})
@@ -145,7 +178,7 @@ class LeaderElector:
         """Campaign and renew until `stop` is set, then release the Lease if we hold it."""
         while not stop.is_set():
             self.try_acquire_or_renew()
-            stop.wait(self._config.retry_period)
+            stop.wait(self.next_wait())
         self.release()
 
     def release(self) -> None:

@@ -7,6 +7,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from controller.workqueue import QueueHooks
 
 CONTROLLER = "job"
+RECONCILE_BUCKETS: tuple[float, ...] = (
+    *(0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075),
+    *(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
 
 
 class Metrics:
@@ -29,7 +33,7 @@ class Metrics:
             "controller_runtime_reconcile_time_seconds",
             "Time per reconciliation.",
             ["controller"],
-            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+            buckets=RECONCILE_BUCKETS,
             registry=r,
         )
         self.queue_depth = Gauge("workqueue_depth", "Keys waiting.", ["name"], registry=r)

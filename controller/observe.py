@@ -65,12 +65,8 @@ def build_observed(
             children[("PersistentVolumeClaim", name)] = found
     live_uids = {_uid(p) for p in pods}
     pod_edges = [e for e in edges if _uid(e.pod) not in live_uids or not _uid(e.pod)]
-    commands = [
-        c
-        for c in view.commands
-        if not ((c.get("target") or {}).get("uid") and c["target"]["uid"] != job_uid)
-        or True  # the planner checks the target UID and reports a mismatch itself
-    ]
+    # Commands are handed over as they are: the planner checks the target UID itself.
+    commands = list(view.commands)
     return Observed(
         job=job,
         pods=pods,
@@ -88,6 +84,8 @@ def build_observed(
 def pvcs_to_look_up(job: WireObject, view: JobView) -> list[str]:
     """Referenced PVC names the cache does not hold (user-made PVCs carry no job label)."""
     cached = {
-        str(c["metadata"]["name"]) for c in view.children if c.get("kind") == "PersistentVolumeClaim"
+        str(c["metadata"]["name"])
+        for c in view.children
+        if c.get("kind") == "PersistentVolumeClaim"
     }
     return [name for name in referenced_pvc_names(job) if name not in cached]

@@ -8,11 +8,13 @@ does not serve (404 on list) counts as synced and empty, and is re-checked now a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from controller.cache import Cache
 from controller.errors import KubeError, NotFoundError
@@ -27,7 +29,7 @@ class WatchSpec:
     label_selector: str | None = None
 
 
-class _Gone(Exception):
+class _GoneError(Exception):
     pass
 
 
@@ -53,6 +55,8 @@ class Reflector:
         self._synced = threading.Event()
         self._heartbeat = time.monotonic()
         self._thread: threading.Thread | None = None
+        self._response: Any = None
+        self._resource_version: str | None = None
         self.relists = 0
 
     @property
@@ -73,33 +77,44 @@ class Reflector:
     def last_heartbeat(self) -> float:
         return self._heartbeat
 
+    def close(self) -> None:
+        """Cut the open watch stream so the thread notices the stop at once."""
+        response = self._response
+        if response is not None:
+            with contextlib.suppress(Exception):
+                response.shutdown()
+
+    def _opened(self, response: Any) -> None:
+        self._response = response
+        if self._stop.is_set():
+            self.close()
+
     def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self.run, name=f"watch-{self.kind}", daemon=True
-        )
+        self._thread = threading.Thread(target=self.run, name=f"watch-{self.kind}", daemon=True)
         self._thread.start()
 
     def run(self) -> None:
         backoff = 0.0
-        resource_version: str | None = None
         while not self._stop.is_set():
             self._heartbeat = time.monotonic()
             try:
-                if resource_version is None:
-                    resource_version = self._list()
-                resource_version = self._watch(resource_version)
+                if self._resource_version is None:
+                    self._resource_version = self._list()
+                self._watch(self._resource_version)
                 backoff = 0.0
-            except _Gone:
+            except _GoneError:
                 log.info("watch expired, relisting", extra={"kind": self.kind})
-                resource_version = None
+                self._resource_version = None
             except NotFoundError:
                 # The server does not serve this resource: nothing to cache, look again later.
                 self._synced.set()
-                resource_version = None
+                self._resource_version = None
                 self._stop.wait(60.0)
             except KubeError as exc:
+                if self._stop.is_set():
+                    break
                 if exc.status == 410:
-                    resource_version = None
+                    self._resource_version = None
                     continue
                 backoff = min(self._max_backoff, max(0.2, backoff * 2))
                 log.warning(
@@ -108,6 +123,8 @@ class Reflector:
                 )
                 self._stop.wait(backoff)
             except Exception:
+                if self._stop.is_set():
+                    break
                 backoff = min(self._max_backoff, max(0.2, backoff * 2))
                 log.exception("watch loop error", extra={"kind": self.kind})
                 self._stop.wait(backoff)
@@ -125,13 +142,16 @@ class Reflector:
         self._enqueue(touched)
         return resource_version
 
-    def _watch(self, resource_version: str) -> str:
+    def _watch(self, resource_version: str) -> None:
+        """Follow one watch stream; every event advances `_resource_version`, so a stream that
+        breaks mid-way resumes after the last event it delivered."""
         kind = self.kind
         for event in self._kube.watch(
             self._spec.resource,
             resource_version=resource_version,
             label_selector=self._spec.label_selector,
             timeout_seconds=self._timeout_seconds,
+            on_open=self._opened,
         ):
             self._heartbeat = time.monotonic()
             if self._stop.is_set():
@@ -140,12 +160,14 @@ class Reflector:
             obj = event.get("object") or {}
             if kind_of_event == "ERROR":
                 if obj.get("code") == 410:
-                    raise _Gone
-                raise KubeError(f"watch error: {obj.get('message', obj)}", int(obj.get("code") or 0))
+                    raise _GoneError
+                raise KubeError(
+                    f"watch error: {obj.get('message', obj)}", int(obj.get("code") or 0)
+                )
             new_version = (obj.get("metadata") or {}).get("resourceVersion")
             if kind_of_event == "BOOKMARK":
                 if new_version:
-                    resource_version = str(new_version)
+                    self._resource_version = str(new_version)
                 continue
             obj.setdefault("kind", kind)
             if kind_of_event in ("ADDED", "MODIFIED"):
@@ -155,7 +177,6 @@ class Reflector:
             else:
                 continue
             if new_version:
-                resource_version = str(new_version)
+                self._resource_version = str(new_version)
             if job_key:
                 self._enqueue((job_key,))
-        return resource_version

@@ -34,13 +34,13 @@ def local_group() -> None:
     on this machine, for development, demos and tests (not for production)."""
 
 
-@local_group.command("up")
+@local_group.command("up", short_help="Start the local control plane (foreground).")
 @click.option(
     "--port",
     default=6443,
     show_default=True,
     type=click.IntRange(0, 65535),
-    help="HTTPS port of the API server on 127.0.0.1.",
+    help="HTTPS port of the API server on 127.0.0.1 (0: any free port, recorded in local.json).",
 )
 @click.option(
     "--dir",
@@ -166,7 +166,7 @@ def up_command(
     sys.exit(LocalControlPlane(options).run())
 
 
-@local_group.command("kubeconfig")
+@local_group.command("kubeconfig", short_help="Print the kubeconfig path.")
 @click.option(
     "--dir",
     "directory",

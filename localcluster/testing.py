@@ -26,8 +26,20 @@ from typing import Any
 from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 
+from localcluster.simulator.client import (
+    MUTATING_WEBHOOKS,
+    VALIDATING_WEBHOOKS,
+    ApiError,
+    KubeClient,
+)
 from localcluster.tools import TOOLS_BIN, tool_path
-from localcluster.up import KUBECONFIG_FILE, LOG_DIR, read_state
+from localcluster.up import (
+    KUBECONFIG_FILE,
+    LOG_DIR,
+    MUTATING_CONFIG_NAME,
+    VALIDATING_CONFIG_NAME,
+    read_state,
+)
 
 STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
@@ -70,13 +82,14 @@ def tools_env() -> dict[str, str]:
 
 @dataclass
 class LocalCluster:
-    """A running local cluster: its kubeconfig, API port, folder and the `vcjob local up` process."""
+    """A running local cluster: kubeconfig, API port, folder and the `vcjob local up` process."""
 
     kubeconfig: Path
     port: int
     dir: Path
     process: subprocess.Popen[bytes]
     _clients: list[kube_client.ApiClient] = field(default_factory=list, repr=False)
+    _rest_clients: list[KubeClient] = field(default_factory=list, repr=False)
 
     @property
     def state(self) -> dict[str, Any]:
@@ -114,6 +127,12 @@ class LocalCluster:
         self._clients.append(api)
         return api
 
+    def rest_client(self) -> KubeClient:
+        """A plain-dict JSON client (httpx) for this cluster (closed when the cluster stops)."""
+        client = KubeClient(self.kubeconfig)
+        self._rest_clients.append(client)
+        return client
+
     def logs(self) -> str:
         """`vcjob local up`'s output followed by every component's log."""
         parts = []
@@ -144,7 +163,9 @@ def _alive(pid: int) -> bool:
 def _stop(cluster: LocalCluster) -> None:
     pids = cluster.component_pids()
     for api in cluster._clients:
-        api.close()
+        api.close()  # type: ignore[no-untyped-call]
+    for client in cluster._rest_clients:
+        client.close()
     if cluster.process.poll() is None:
         cluster.process.send_signal(signal.SIGTERM)
         try:
@@ -162,7 +183,22 @@ def _stop(cluster: LocalCluster) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
-def _wait_ready(cluster: LocalCluster, log_file: Path) -> None:
+def _check_webhook_registered(cluster: LocalCluster) -> None:
+    with KubeClient(cluster.kubeconfig) as client:
+        for resource, name in (
+            (MUTATING_WEBHOOKS, MUTATING_CONFIG_NAME),
+            (VALIDATING_WEBHOOKS, VALIDATING_CONFIG_NAME),
+        ):
+            try:
+                client.get(resource, name)
+            except ApiError as err:
+                raise ClusterStartError(
+                    f"the webhook is not registered ({resource.plural}/{name}: {err}); "
+                    f"is `vcjob webhook` available?\n{cluster.logs()}"
+                ) from err
+
+
+def _wait_ready(cluster: LocalCluster, log_file: Path, webhook: bool) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         code = cluster.process.poll()
@@ -173,6 +209,8 @@ def _wait_ready(cluster: LocalCluster, log_file: Path) -> None:
         state = read_state(cluster.dir)
         if state and state.get("ready") and state.get("pid") == cluster.process.pid:
             cluster.port = int(state.get("port") or cluster.port)
+            if webhook:
+                _check_webhook_registered(cluster)
             return
         time.sleep(0.1)
     raise ClusterStartError(
@@ -194,14 +232,17 @@ def running_cluster(
     fault_rate: float = 0.0,
     extra_args: Sequence[str] = (),
 ) -> Iterator[LocalCluster]:
-    """Start `vcjob local up --dir workdir` on a free port; stop it (and its children) on exit."""
+    """Start `vcjob local up --dir workdir` on a free port; stop it (and its children) on exit.
+
+    `cluster.port` is the API server's port once the cluster is ready.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
     argv = [
         *vcjob_executable(),
         "local",
         "up",
-        "--port", str(port),
+        # The API server picks a free port itself (no race with other tests); local.json says which.
+        "--port", "0",
         "--dir", str(workdir),
         "--nodes", str(nodes),
         "--node-gpu", str(node_gpu),
@@ -222,14 +263,14 @@ def running_cluster(
             argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=tools_env()
         )
     cluster = LocalCluster(
-        kubeconfig=workdir / KUBECONFIG_FILE, port=port, dir=workdir, process=process
+        kubeconfig=workdir / KUBECONFIG_FILE, port=0, dir=workdir, process=process
     )
     try:
-        _wait_ready(cluster, log_file)
+        _wait_ready(cluster, log_file, webhook)
         yield cluster
     except BaseException:
         _stop(cluster)
-        print(f"local cluster logs ({workdir}):\n{cluster.logs()}", file=sys.stderr)
+        sys.stderr.write(f"local cluster logs ({workdir}):\n{cluster.logs()}\n")
         raise
     else:
         _stop(cluster)

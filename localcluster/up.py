@@ -10,6 +10,7 @@ records the ports, pids and paths once everything is ready.
 from __future__ import annotations
 
 import base64
+import enum
 import importlib
 import json
 import logging
@@ -68,6 +69,31 @@ STARTUP_TIMEOUT = 40.0
 STOP_DEADLINE = 8.0
 RESTART_DELAY = 2.0
 MISSING_COMMAND_MARKERS = ("No such command", "ModuleNotFoundError", "ImportError")
+PORT_TAKEN_MARKERS = ("Address already in use", "address already in use", "Errno 98")
+PORT_ATTEMPTS = 3
+
+# Run before a child's program (Linux): ask the kernel to send SIGTERM when `up` dies, even by
+# SIGKILL, so no component outlives it; then exec the real program. The flag survives execve.
+PARENT_DEATH_SHIM = """
+import ctypes, os, signal, sys
+PR_SET_PDEATHSIG = 1
+ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(0)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def with_parent_death_signal(argv: Sequence[str]) -> list[str]:
+    if not sys.platform.startswith("linux"):
+        return list(argv)
+    return [sys.executable, "-c", PARENT_DEATH_SHIM, str(os.getpid()), *argv]
+
+
+class Readiness(enum.Enum):
+    READY = "ready"
+    MISSING = "missing"
+    PORT_TAKEN = "port taken"
 
 
 class StartupError(click.ClickException):
@@ -220,7 +246,7 @@ class Child:
             self._log = self.log_path.open("ab")
         # A session of its own: a terminal's Ctrl-C reaches `up` only, which stops them in order.
         self.process = subprocess.Popen(
-            list(self.argv),
+            with_parent_death_signal(self.argv),
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -279,6 +305,7 @@ class LocalControlPlane:
         self.children: dict[str, Child] = {}
         self._controller_threads: list[threading.Thread] = []
         self._client: KubeClient | None = None
+        self._state_written = False
         self.api_port = options.port
 
     # lifecycle
@@ -298,6 +325,12 @@ class LocalControlPlane:
     def start(self) -> None:
         options = self.options
         options.dir.mkdir(parents=True, exist_ok=True)
+        running = read_state(options.dir)
+        if running and running.get("ready") and _process_alive(int(running.get("pid") or 0)):
+            raise StartupError(
+                f"a local cluster is already running from {options.dir} (pid {running['pid']}); "
+                "stop it first or choose another --dir"
+            )
         for stale in (options.kubeconfig, options.dir / STATE_FILE):
             stale.unlink(missing_ok=True)
         self._start_api_server()
@@ -326,8 +359,11 @@ class LocalControlPlane:
         deadline = time.monotonic() + STOP_DEADLINE
         for child in reversed(clients):
             child.terminate()
+        # The webhook is waited for after the API server: it finishes once the API server's
+        # idle keep-alive TLS connections to it are gone.
         for child in reversed(clients):
-            child.wait(deadline)
+            if child.name != "webhook":
+                child.wait(deadline)
         for thread in self._controller_threads:
             thread.join(max(deadline - time.monotonic(), 0.1))
         if self._client is not None:
@@ -336,11 +372,15 @@ class LocalControlPlane:
         if api_server is not None:
             api_server.terminate()
             api_server.wait(time.monotonic() + STOP_DEADLINE)
+        webhook = self.children.get("webhook")
+        if webhook is not None:
+            webhook.wait(time.monotonic() + STOP_DEADLINE)
         for child in self.children.values():
             child.close()
-        if (self.options.dir / STATE_FILE).exists():
+        if self._state_written:
             self._write_state(ready=False)
-        log.info("local cluster stopped")
+        if self.children:
+            log.info("local cluster stopped")
 
     def _install_signal_handlers(self) -> None:
         def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -511,37 +551,45 @@ class LocalControlPlane:
         cert_dir = options.dir / WEBHOOK_DIR
         bundle = certgen.issue(list(WEBHOOK_HOSTS))
         certgen.write_bundle(bundle, cert_dir)
-        port, health_port, metrics_port = free_port(), free_port(), free_port()
-        argv = [
-            *vcjob_command(),
-            "webhook",
-            "--port", str(port),
-            "--tls-cert-file", str(cert_dir / certgen.CERT_FILE),
-            "--tls-private-key-file", str(cert_dir / certgen.KEY_FILE),
-            "--scheduler-name", "volcano",
-            "--queue-check", "on",
-            "--kubeconfig", str(options.kubeconfig),
-            "--health-port", str(health_port),
-            "--metrics-port", str(metrics_port),
-            "--log-format", options.log_format,
-        ]  # fmt: skip
-        child = self._spawn(
-            "webhook",
-            argv,
-            restart=True,
-            port=port,
-            extra={
-                "health_port": health_port,
-                "metrics_port": metrics_port,
-                "certs": str(cert_dir),
-            },
-        )
-        if not self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz"):
-            return
-        mutating, validating = webhook_configurations(port, bundle.ca.cert_pem)
-        client.apply(MUTATING_WEBHOOKS, mutating)
-        client.apply(VALIDATING_WEBHOOKS, validating)
-        log.info("webhook registered", extra={"port": port})
+        for _ in range(PORT_ATTEMPTS):
+            port, health_port, metrics_port = free_port(), free_port(), free_port()
+            argv = [
+                *vcjob_command(),
+                "webhook",
+                "--host", "127.0.0.1",
+                "--port", str(port),
+                "--tls-cert-file", str(cert_dir / certgen.CERT_FILE),
+                "--tls-private-key-file", str(cert_dir / certgen.KEY_FILE),
+                "--scheduler-name", "volcano",
+                "--queue-check", "on",
+                "--kubeconfig", str(options.kubeconfig),
+                "--health-port", str(health_port),
+                "--metrics-port", str(metrics_port),
+                "--log-format", options.log_format,
+                # Nothing balances load here: there is no point in serving on after SIGTERM.
+                "--shutdown-delay", "0.5",
+            ]  # fmt: skip
+            child = self._spawn(
+                "webhook",
+                argv,
+                restart=True,
+                port=port,
+                extra={
+                    "health_port": health_port,
+                    "metrics_port": metrics_port,
+                    "certs": str(cert_dir),
+                },
+            )
+            readiness = self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz")
+            if readiness is Readiness.MISSING:
+                return
+            if readiness is Readiness.READY:
+                mutating, validating = webhook_configurations(port, bundle.ca.cert_pem)
+                client.apply(MUTATING_WEBHOOKS, mutating)
+                client.apply(VALIDATING_WEBHOOKS, validating)
+                log.info("webhook registered", extra={"port": port})
+                return
+        raise StartupError(f"the webhook found no free port in {PORT_ATTEMPTS} attempts")
 
     def _remove_webhook_configurations(self, client: KubeClient) -> None:
         """A previous run's configurations would send admission to a webhook that is not there."""
@@ -557,24 +605,29 @@ class LocalControlPlane:
 
     def _start_controller(self) -> None:
         options = self.options
-        health_port, metrics_port = free_port(), free_port()
-        argv = [
-            *vcjob_command(),
-            "controller",
-            "--kubeconfig", str(options.kubeconfig),
-            "--health-port", str(health_port),
-            "--metrics-port", str(metrics_port),
-            "--no-leader-elect",
-            "--elastic-period", options.elastic_period,
-            "--log-format", options.log_format,
-        ]  # fmt: skip
-        child = self._spawn(
-            "controller",
-            argv,
-            restart=True,
-            extra={"health_port": health_port, "metrics_port": metrics_port},
-        )
-        self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz")
+        for _ in range(PORT_ATTEMPTS):
+            health_port, metrics_port = free_port(), free_port()
+            argv = [
+                *vcjob_command(),
+                "controller",
+                "--kubeconfig", str(options.kubeconfig),
+                "--bind-address", "127.0.0.1",
+                "--health-port", str(health_port),
+                "--metrics-port", str(metrics_port),
+                "--no-leader-elect",
+                "--elastic-period", options.elastic_period,
+                "--log-format", options.log_format,
+            ]  # fmt: skip
+            child = self._spawn(
+                "controller",
+                argv,
+                restart=True,
+                extra={"health_port": health_port, "metrics_port": metrics_port},
+            )
+            readiness = self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz")
+            if readiness is not Readiness.PORT_TAKEN:
+                return
+        raise StartupError(f"the controller found no free port in {PORT_ATTEMPTS} attempts")
 
     def _start_simulator(self) -> None:
         options = self.options
@@ -622,31 +675,36 @@ class LocalControlPlane:
         if self.stop.is_set():
             raise StartupError("interrupted while starting")
 
-    def _wait_ready(self, child: Child, url: str) -> bool:
-        """Wait for the child's readiness endpoint. False (with a warning) when the installed vcjob
-        does not have the command; an error when it fails otherwise."""
+    def _wait_ready(self, child: Child, url: str) -> Readiness:
+        """Wait for the child's readiness endpoint. MISSING (with a warning) when the installed
+        vcjob lacks the command, PORT_TAKEN when another process took one of its ports first."""
         deadline = time.monotonic() + STARTUP_TIMEOUT
         with httpx.Client(timeout=2.0) as http:
             while True:
                 code = child.exited()
                 if code is not None:
+                    self.children.pop(child.name)
+                    child.close()
+                    tail = log_tail(child.log_path, 15)
+                    if any(marker in tail for marker in PORT_TAKEN_MARKERS):
+                        log.warning("port taken, retrying", extra={"component": child.name})
+                        return Readiness.PORT_TAKEN
                     if child.missing_command():
-                        self.children.pop(child.name)
-                        child.close()
                         log.warning(
-                            "component not available in this build", extra={"component": child.name}
+                            "component not available in this build",
+                            extra={"component": child.name},
                         )
                         self._echo(
                             f"warning: `vcjob {child.name}` is not available; going on without it"
                         )
-                        return False
+                        return Readiness.MISSING
                     raise StartupError(
                         f"{child.name} exited with code {code} while starting:\n"
                         + log_tail(child.log_path)
                     )
                 try:
                     if http.get(url).status_code == 200:
-                        return True
+                        return Readiness.READY
                 except httpx.HTTPError:
                     pass
                 if time.monotonic() > deadline:
@@ -673,6 +731,7 @@ class LocalControlPlane:
         scratch = target.with_suffix(".tmp")
         scratch.write_text(json.dumps(state, indent=2) + "\n")
         scratch.replace(target)
+        self._state_written = True
 
     def _banner(self) -> None:
         options = self.options
@@ -718,6 +777,18 @@ def _port_of(kubeconfig: Path, fallback: int) -> int:
     except (OSError, KeyError, IndexError, TypeError, ValueError, yaml.YAMLError):
         return fallback
     return port or fallback
+
+
+def _process_alive(pid: int) -> bool:
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def read_state(directory: Path) -> dict[str, Any] | None:

@@ -22,11 +22,23 @@ class ErrorType(StrEnum):
     NOT_FOUND = "FieldValueNotFound"
 
 
-@dataclass(frozen=True)
 class Path:
-    """A field path such as `spec.tasks[1].policies[0].event`."""
+    """A field path such as `spec.tasks[1].policies[0].event`. Treated as immutable; a slotted
+    class rather than a frozen dataclass because validators build one for every field."""
 
-    parts: tuple[str, ...] = ()
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: tuple[str, ...] = ()) -> None:
+        self.parts = parts
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Path) and other.parts == self.parts
+
+    def __hash__(self) -> int:
+        return hash(self.parts)
+
+    def __repr__(self) -> str:
+        return f"Path({self.parts!r})"
 
     @classmethod
     def of(cls, *names: str) -> Path:
@@ -127,7 +139,9 @@ class FieldError:
         return f"{self.field}: {self.summary}" if self.field else self.summary
 
     def as_cause(self) -> dict[str, str]:
-        return {"field": self.field, "reason": str(self.type), "message": str(self)}
+        """A metav1.StatusCause: as in apimachinery, the message is the error without its field
+        (kubectl prints `<field>: <message>` for each cause)."""
+        return {"field": self.field, "reason": str(self.type), "message": self.summary}
 
 
 def render(errors: Iterable[FieldError]) -> str:

@@ -137,7 +137,7 @@ def parse(plugin: str, arguments: Sequence[str]) -> PluginArgs:
             continue
         body = arg[2:] if arg.startswith("--") else arg[1:]
         name, has_value, value = body.partition("=")
-        if not name or name.startswith("-") or name.startswith("="):
+        if not name or name.startswith(("-", "=")):
             result.errors.append(ArgError(index, arg, "bad flag syntax"))
             continue
         spec = flags.get(name)

@@ -46,8 +46,10 @@ class Requirement:
 
 Selector = tuple[Requirement, ...]
 
-_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                  r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 _VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
@@ -75,7 +77,9 @@ def _split_top_level(text: str) -> list[str]:
 
 
 _SET_TERM = re.compile(r"^\s*(?P<key>[^\s!=()]+)\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)\s*$")
-_EQUALITY_TERM = re.compile(r"^\s*(?P<key>[^\s!=()]+)\s*(?P<op>==|=|!=)\s*(?P<value>[^\s!=(),]*)\s*$")
+_EQUALITY_TERM = re.compile(
+    r"^\s*(?P<key>[^\s!=()]+)\s*(?P<op>==|=|!=)\s*(?P<value>[^\s!=(),]*)\s*$"
+)
 _EXISTS_TERM = re.compile(r"^\s*(?P<neg>!?)\s*(?P<key>[^\s!=()]+)\s*$")
 
 
@@ -107,7 +111,9 @@ def _parse(text: str, allow_sets: bool, validate: bool) -> Selector:
         if allow_sets and (match := _SET_TERM.match(term)):
             values = [v.strip() for v in match["values"].split(",")]
             if values == [""]:
-                raise SelectorError(f"for 'in', 'notin' operators, values set can't be empty: {term!r}")
+                raise SelectorError(
+                    f"for 'in', 'notin' operators, values set can't be empty: {term!r}"
+                )
             op = Operator.IN if match["op"] == "in" else Operator.NOT_IN
             requirements.append(
                 Requirement(
@@ -168,7 +174,9 @@ def from_label_selector(spec: Mapping[str, object] | None) -> Selector:
         for expression in expressions:
             operator = operators.get(str(expression.get("operator")))
             if operator is None:
-                raise SelectorError(f"{expression.get('operator')!r} is not a valid selector operator")
+                raise SelectorError(
+                    f"{expression.get('operator')!r} is not a valid selector operator"
+                )
             values = frozenset(str(v) for v in expression.get("values") or [])
             requirements.append(Requirement(str(expression.get("key")), operator, values))
     return tuple(requirements)

@@ -320,22 +320,35 @@ class AdmissionChain:
             return None, []
         warnings: list[str] = []
         current = attrs
-        for hook in hooks:
-            outcome = await self._call(hook, current)
-            warnings.extend(outcome.warnings)
-            if outcome.error is not None:
-                raise outcome.error
-            if outcome.response is None or current.object is None:
-                continue
-            try:
-                patched = apply_patch(outcome.response, current.object)
-            except WebhookCallError as exc:
-                if self._ignores_failures(hook):
-                    self._log_ignored(hook, str(exc))
-                    continue
-                raise self._call_failed(hook, str(exc)) from exc
-            current = _with_object(current, patched)
+        # `reinvocationPolicy: IfNeeded` webhooks run once more, in order, when a later webhook
+        # changed the object after them (kube's single reinvocation round).
+        seen_by: dict[int, dict[str, Any] | None] = {}
+        for index, hook in enumerate(hooks):
+            current = await self._mutate_once(hook, current, warnings)
+            if hook.get("reinvocationPolicy") == "IfNeeded":
+                seen_by[index] = current.object
+        for index, seen in seen_by.items():
+            if current.object != seen:
+                current = await self._mutate_once(hooks[index], current, warnings)
         return current.object, warnings
+
+    async def _mutate_once(
+        self, hook: dict[str, Any], attrs: AdmissionAttributes, warnings: list[str]
+    ) -> AdmissionAttributes:
+        outcome = await self._call(hook, attrs)
+        warnings.extend(outcome.warnings)
+        if outcome.error is not None:
+            raise outcome.error
+        if outcome.response is None or attrs.object is None:
+            return attrs
+        try:
+            patched = apply_patch(outcome.response, attrs.object)
+        except WebhookCallError as exc:
+            if self._ignores_failures(hook):
+                self._log_ignored(hook, str(exc))
+                return attrs
+            raise self._call_failed(hook, str(exc)) from exc
+        return _with_object(attrs, patched)
 
     async def validate(self, attrs: AdmissionAttributes) -> list[str]:
         """Warnings of the matching validating webhooks; raises the first failure in order."""
@@ -423,7 +436,7 @@ class AdmissionChain:
                 ),
                 timeout,
             )
-        except (httpx.HTTPError, TimeoutError, ssl.SSLError, OSError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, TimeoutError, OSError, ValueError) as exc:
             raise WebhookCallError(
                 f'failed to call webhook: Post "{target.url}": {_describe(exc, target)}'
             ) from exc
@@ -442,7 +455,11 @@ class AdmissionChain:
         port = int(service.get("port") or 443)
         path = service.get("path") or "/"
         host = f"{name}.{namespace}.svc"
-        address, real_port = await self._resolve_service(namespace, name, port)
+        try:
+            address, real_port = await self._resolve_service(namespace, name, port)
+        except (StatusError, LookupError, OSError, ValueError) as exc:
+            message = exc.message if isinstance(exc, StatusError) else str(exc)
+            raise WebhookCallError(f"failed to call webhook: {message}") from exc
         return _Target(
             url=f"https://{host}:{port}{path}?{query}",
             connect_url=f"https://{address}:{real_port}{path}?{query}",

@@ -77,12 +77,26 @@ def conflict(resource: str, name: str, group: str = "") -> StatusError:
 
 
 def invalid(kind: str, name: str, causes: list[dict[str, str]], group: str = "") -> StatusError:
-    """422 Invalid; each cause is {field, reason, message} and the message joins them like kube."""
+    """422 Invalid; each cause is {field, reason, message} and the message joins them like kube.
+
+    As in apimachinery, a cause's message is the error body without its field path (kubectl
+    prints `field: message`), while the Status message lists the full `field: message` errors.
+    Causes whose message already starts with their field are normalised.
+    """
     qualified = f"{kind}.{group}" if group else kind
-    summary = "; ".join(c["message"] for c in causes)
+    normalised: list[dict[str, str]] = []
+    full: list[str] = []
+    for cause in causes:
+        field_path = cause.get("field", "")
+        body = cause.get("message", "")
+        if field_path and body.startswith(f"{field_path}: "):
+            body = body[len(field_path) + 2 :]
+        normalised.append({**cause, "message": body})
+        full.append(f"{field_path}: {body}" if field_path else body)
+    summary = ", ".join(full)
     message = f'{qualified} "{name}" is invalid: '
-    message += f"[{summary}]" if len(causes) > 1 else summary
-    details = {"name": name, "kind": kind, "causes": causes}
+    message += f"[{summary}]" if len(full) > 1 else summary
+    details: dict[str, Any] = {"name": name, "kind": kind, "causes": normalised}
     if group:
         details["group"] = group
     return StatusError(422, "Invalid", message, details)

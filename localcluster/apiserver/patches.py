@@ -67,7 +67,9 @@ def apply_json_patch(target: dict[str, Any], operations: Any) -> dict[str, Any]:
     try:
         result = jsonpatch.JsonPatch(operations).apply(target)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-        raise errors.StatusError(422, "Invalid", f"the server rejected our request due to an error in our request: {exc}") from exc
+        raise errors.StatusError(
+            422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+        ) from exc
     except (TypeError, KeyError, IndexError, ValueError) as exc:
         raise errors.bad_request(f"invalid json patch: {exc}") from exc
     if not isinstance(result, dict):
@@ -91,30 +93,29 @@ def _item_key(field: str, item: Any) -> Any:
     return item.get(key)
 
 
-def _merge_list(field: str, live: list[Any], patch: list[Any], order: list[Any] | None) -> list[Any]:
+def _merge_list(
+    field: str, live: list[Any], patch: list[Any], order: list[Any] | None
+) -> list[Any]:
     if field in MERGE_PRIMITIVE_LISTS:
-        deletes = set()
-        additions = []
+        additions: list[Any] = []
         for value in patch:
             if isinstance(value, dict) and "$patch" in value:
                 continue
             additions.append(value)
-        result = [v for v in live if v not in deletes]
+        result = list(live)
         for value in additions:
             if value not in result:
                 result.append(value)
         return result
     if field not in MERGE_KEYS:
         return [strategic_merge({}, v) if isinstance(v, dict) else v for v in patch]
+    if any(isinstance(i, dict) and i.get("$patch") == "replace" for i in patch):
+        return [copy.deepcopy(i) for i in patch if not (isinstance(i, dict) and "$patch" in i)]
     result = [copy.deepcopy(v) for v in live]
     for item in patch:
         if not isinstance(item, dict):
             continue
         directive = item.get("$patch")
-        if directive == "replace":
-            return [
-                {k: v for k, v in i.items() if k != "$patch"} for i in patch if isinstance(i, dict)
-            ]
         key = _item_key(field, item)
         index = next(
             (i for i, existing in enumerate(result) if _item_key(field, existing) == key), None
@@ -127,11 +128,15 @@ def _merge_list(field: str, live: list[Any], patch: list[Any], order: list[Any] 
             result.append(strategic_merge({}, item))
         else:
             result[index] = strategic_merge(result[index], item)
-    if order:
-        keyed = {_item_key(field, i): i for i in result}
-        ordered = [keyed.pop(_item_key(field, o)) for o in order if _item_key(field, o) in keyed]
-        result = ordered + list(keyed.values())
-    return result
+    return _reorder(field, result, order)
+
+
+def _reorder(field: str, items: list[Any], order: list[Any] | None) -> list[Any]:
+    if not order or field not in MERGE_KEYS:
+        return items
+    keyed = {_item_key(field, i): i for i in items}
+    ordered = [keyed.pop(_item_key(field, o)) for o in order if _item_key(field, o) in keyed]
+    return ordered + list(keyed.values())
 
 
 def strategic_merge(live: Any, patch: Any) -> Any:
@@ -166,9 +171,13 @@ def strategic_merge(live: Any, patch: Any) -> Any:
                 result[key] = merged_value
         else:
             result[key] = value
+    for key, order in patch.items():
+        name = key.removeprefix("$setElementOrder/")
+        if name != key and name not in patch and isinstance(result.get(name), list):
+            result[name] = _reorder(name, result[name], order)
     retain = patch.get("$retainKeys")
     if isinstance(retain, list):
-        result = {k: v for k, v in result.items() if k in retain or k not in patch}
+        result = {k: v for k, v in result.items() if k in retain}
     return result
 
 
@@ -249,7 +258,7 @@ def server_side_apply(
         result.setdefault("metadata", {})["managedFields"] = [entry]
         return result
     result = copy.deepcopy(live)
-    managed = [m for m in (result.get("metadata") or {}).get("managedFields") or []]
+    managed = list((result.get("metadata") or {}).get("managedFields") or [])
     previous = next(
         (m for m in managed if m.get("manager") == manager and m.get("operation") == "Apply"), None
     )

@@ -9,6 +9,7 @@ resourceVersion counter.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import sqlite3
 from collections import deque
@@ -125,9 +126,9 @@ class Store:
     def count(self, skey: StorageKey, namespace: str) -> int:
         return sum(1 for k in self._objects.get(skey, {}) if k[0] == namespace)
 
-    def drop_all(self, skey: StorageKey) -> list[dict[str, Any]]:
+    def drop_all(self, skey: StorageKey) -> builtins.list[dict[str, Any]]:
         """Remove every object of a storage key (a deleted CRD's custom resources)."""
-        removed = []
+        removed: builtins.list[dict[str, Any]] = []
         for obj in self.list(skey):
             removed.append(self.remove(skey, obj))
         return removed
@@ -170,11 +171,11 @@ class Store:
             if watcher.accepts(event):
                 watcher.queue.put_nowait(event)
 
-    def events_since(self, skey: StorageKey, rv: int) -> list[WatchEvent]:
+    def events_since(self, skey: StorageKey, rv: int) -> builtins.list[WatchEvent]:
         if rv < self._compacted_rv:
             oldest = self._history[0].rv if self._history else self.rv
             raise ExpiredError(rv, oldest)
-        out: list[WatchEvent] = []
+        out: builtins.list[WatchEvent] = []
         for event in reversed(self._history):
             if event.rv <= rv:
                 break
@@ -188,6 +189,10 @@ class Store:
 
     def remove_watcher(self, watcher: Watcher) -> None:
         self._watchers.get(watcher.storage_key, set()).discard(watcher)
+
+    def close_watchers_all(self) -> None:
+        for skey in list(self._watchers):
+            self.close_watchers(skey)
 
     def close_watchers(self, skey: StorageKey) -> None:
         for watcher in self._watchers.pop(skey, set()):

@@ -82,7 +82,9 @@ def age(value: Any, now: dt.datetime) -> str:
     return human_duration((now - when).total_seconds())
 
 
-_SEGMENT = re.compile(r"\.([A-Za-z0-9_\-/]+)|\[(\d+|\*)\]|\[\?\(@\.(\w+)\s*==\s*['\"]([^'\"]*)['\"]\)\]")
+_SEGMENT = re.compile(
+    r"\.([A-Za-z0-9_\-/]+)|\[(\d+|\*)\]|\[\?\(@\.(\w+)\s*==\s*['\"]([^'\"]*)['\"]\)\]"
+)
 
 
 def evaluate_jsonpath(path: str, obj: Any) -> list[Any]:
@@ -110,7 +112,9 @@ def evaluate_jsonpath(path: str, obj: Any) -> list[Any]:
                     next_values.append(value[int(index)])
             elif filter_key is not None and isinstance(value, list):
                 next_values.extend(
-                    v for v in value if isinstance(v, dict) and str(v.get(filter_key)) == filter_value
+                    v
+                    for v in value
+                    if isinstance(v, dict) and str(v.get(filter_key)) == filter_value
                 )
         values = next_values
     return values
@@ -168,8 +172,16 @@ def _crd_row(resource: ResourceType, obj: dict[str, Any], now: dt.datetime) -> l
     return cells
 
 
-def _column(name: str, description: str = "", priority: int = 0, kind: str = "string") -> dict[str, Any]:
-    return {"name": name, "type": kind, "format": "", "description": description, "priority": priority}
+def _column(
+    name: str, description: str = "", priority: int = 0, kind: str = "string"
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": kind,
+        "format": "",
+        "description": description,
+        "priority": priority,
+    }
 
 
 def _pod_row(pod: dict[str, Any], now: dt.datetime) -> list[Any]:
@@ -187,8 +199,9 @@ def _pod_row(pod: dict[str, Any], now: dt.datetime) -> list[Any]:
         elif "terminated" in state:
             terminated = state["terminated"]
             reason = terminated.get("reason") or (
-                f"Signal:{terminated['signal']}" if terminated.get("signal") else
-                f"ExitCode:{terminated.get('exitCode', 0)}"
+                f"Signal:{terminated['signal']}"
+                if terminated.get("signal")
+                else f"ExitCode:{terminated.get('exitCode', 0)}"
             )
     if pod["metadata"].get("deletionTimestamp"):
         reason = "Terminating"
@@ -208,13 +221,13 @@ def _pod_row(pod: dict[str, Any], now: dt.datetime) -> list[Any]:
 def _node_row(node: dict[str, Any], now: dt.datetime) -> list[Any]:
     status = node.get("status") or {}
     ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
-    state = "Ready" if ready and ready.get("status") == "True" else "NotReady" if ready else "Unknown"
+    state = (
+        "Ready" if ready and ready.get("status") == "True" else "NotReady" if ready else "Unknown"
+    )
     if (node.get("spec") or {}).get("unschedulable"):
         state += ",SchedulingDisabled"
     labels = node["metadata"].get("labels") or {}
-    roles = sorted(
-        k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")
-    )
+    roles = sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))
     info = status.get("nodeInfo") or {}
     addresses = status.get("addresses") or []
     internal = next((a.get("address") for a in addresses if a.get("type") == "InternalIP"), None)
@@ -263,7 +276,11 @@ BUILTIN_COLUMNS: dict[tuple[str, str], tuple[list[dict[str, Any]], Any]] = {
             dict(NAME_COLUMN),
             _column("Ready", "The aggregate readiness state of this pod for accepting traffic."),
             _column("Status", "The aggregate status of the containers in this pod."),
-            _column("Restarts", "The number of times the containers in this pod have been restarted", kind="string"),
+            _column(
+                "Restarts",
+                "The number of times the containers in this pod have been restarted",
+                kind="string",
+            ),
             dict(AGE_COLUMN),
             _column("IP", "IP address allocated to the pod.", 1),
             _column("Node", "Name of the Node this pod is assigned to.", 1),
@@ -295,8 +312,18 @@ BUILTIN_COLUMNS: dict[tuple[str, str], tuple[list[dict[str, Any]], Any]] = {
         [
             dict(NAME_COLUMN),
             _column("Ready", "Number of the pod with ready state"),
-            _column("Up-to-date", "Total number of non-terminated pods targeted by this deployment that have the desired template spec.", kind="integer"),
-            _column("Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.", kind="integer"),
+            _column(
+                "Up-to-date",
+                "Total number of non-terminated pods targeted by this deployment that have "
+                "the desired template spec.",
+                kind="integer",
+            ),
+            _column(
+                "Available",
+                "Total number of available pods (ready for at least minReadySeconds) "
+                "targeted by this deployment.",
+                kind="integer",
+            ),
             dict(AGE_COLUMN),
             _column("Containers", "Names of each container in the template.", 1),
             _column("Images", "Images referenced by each container in the template.", 1),
@@ -305,6 +332,134 @@ BUILTIN_COLUMNS: dict[tuple[str, str], tuple[list[dict[str, Any]], Any]] = {
         _deployment_row,
     ),
 }
+
+
+def _crd_definition_row(crd: dict[str, Any], now: dt.datetime) -> list[Any]:
+    return [crd["metadata"].get("name"), crd["metadata"].get("creationTimestamp")]
+
+
+BUILTIN_COLUMNS[("apiextensions.k8s.io", "customresourcedefinitions")] = (
+    [
+        dict(NAME_COLUMN),
+        {
+            "name": "Created At",
+            "type": "date",
+            "format": "",
+            "description": AGE_COLUMN["description"],
+            "priority": 0,
+        },
+    ],
+    _crd_definition_row,
+)
+
+
+def _service_row(service: dict[str, Any], now: dt.datetime) -> list[Any]:
+    spec = service.get("spec") or {}
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    external = [i.get("ip") or i.get("hostname") for i in ingress] + list(
+        spec.get("externalIPs") or []
+    )
+    if spec.get("type") == "ExternalName":
+        external = [spec.get("externalName", "")]
+    ports = []
+    for port in spec.get("ports") or []:
+        text = f"{port.get('port')}"
+        if port.get("nodePort"):
+            text += f":{port['nodePort']}"
+        ports.append(f"{text}/{port.get('protocol', 'TCP')}")
+    selector = spec.get("selector") or {}
+    return [
+        service["metadata"].get("name"),
+        spec.get("type", "ClusterIP"),
+        spec.get("clusterIP") or "<none>",
+        ",".join(e for e in external if e)
+        or ("<pending>" if spec.get("type") == "LoadBalancer" else "<none>"),
+        ",".join(ports) or "<none>",
+        age(service["metadata"].get("creationTimestamp"), now),
+        ",".join(f"{k}={v}" for k, v in selector.items()) or "<none>",
+    ]
+
+
+def _event_row(event: dict[str, Any], now: dt.datetime) -> list[Any]:
+    involved = event.get("involvedObject") or {}
+    last = (
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event["metadata"].get("creationTimestamp")
+    )
+    first = event.get("firstTimestamp") or event.get("eventTime") or last
+    source = event.get("source") or {}
+    return [
+        age(last, now),
+        event.get("type", ""),
+        event.get("reason", ""),
+        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+        str(event.get("message", "")).strip(),
+        involved.get("fieldPath") or "",
+        source.get("component") or event.get("reportingComponent") or "",
+        age(first, now),
+        event.get("count", 1),
+        event["metadata"].get("name"),
+    ]
+
+
+BUILTIN_COLUMNS[("", "services")] = (
+    [
+        dict(NAME_COLUMN),
+        _column("Type", "The type of the service"),
+        _column("Cluster-IP", "The cluster IP of the service"),
+        _column("External-IP", "The external IPs of the service"),
+        _column("Port(s)", "The ports of the service"),
+        dict(AGE_COLUMN),
+        _column("Selector", "The label selector of the service", 1),
+    ],
+    _service_row,
+)
+BUILTIN_COLUMNS[("", "events")] = (
+    [
+        _column("Last Seen", "Time since the event was last seen"),
+        _column("Type", "Type of the event"),
+        _column("Reason", "Reason of the event"),
+        _column("Object", "The object the event is about"),
+        _column("Message", "Message of the event"),
+        _column("Subobject", "The part of the object the event is about", 1),
+        _column("Source", "The component that reported the event", 1),
+        _column("First Seen", "Time since the event was first seen", 1),
+        _column("Count", "How many times the event happened", 1, "integer"),
+        _column("Name", "Name of the event", 1),
+    ],
+    _event_row,
+)
+BUILTIN_COLUMNS[("", "configmaps")] = (
+    [dict(NAME_COLUMN), _column("Data", "Number of entries", kind="integer"), dict(AGE_COLUMN)],
+    lambda cm, now: [
+        cm["metadata"].get("name"),
+        len(cm.get("data") or {}) + len(cm.get("binaryData") or {}),
+        age(cm["metadata"].get("creationTimestamp"), now),
+    ],
+)
+BUILTIN_COLUMNS[("", "secrets")] = (
+    [
+        dict(NAME_COLUMN),
+        _column("Type", "The type of the secret"),
+        _column("Data", "Number of entries", kind="integer"),
+        dict(AGE_COLUMN),
+    ],
+    lambda secret, now: [
+        secret["metadata"].get("name"),
+        secret.get("type", "Opaque"),
+        len(secret.get("data") or {}),
+        age(secret["metadata"].get("creationTimestamp"), now),
+    ],
+)
+BUILTIN_COLUMNS[("coordination.k8s.io", "leases")] = (
+    [dict(NAME_COLUMN), _column("Holder", "The holder of the lease"), dict(AGE_COLUMN)],
+    lambda lease, now: [
+        lease["metadata"].get("name"),
+        (lease.get("spec") or {}).get("holderIdentity", ""),
+        age(lease["metadata"].get("creationTimestamp"), now),
+    ],
+)
 
 
 def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
@@ -337,7 +492,10 @@ def build_table(
         elif builtin is not None:
             cells = builtin[1](obj, now)
         else:
-            cells = [obj["metadata"].get("name"), age(obj["metadata"].get("creationTimestamp"), now)]
+            cells = [
+                obj["metadata"].get("name"),
+                age(obj["metadata"].get("creationTimestamp"), now),
+            ]
         row: dict[str, Any] = {"cells": cells}
         if include_object == "Object":
             row["object"] = obj

@@ -54,7 +54,7 @@ def main(kubeconfig: Path, pod_runtime: str, scheduler_name: str, log_format: st
         simulator.start()
         stop.wait()
         log.info("simulator stopping")
-    simulator.join(timeout=5.0)
+        simulator.join(timeout=5.0)
 
 
 if __name__ == "__main__":

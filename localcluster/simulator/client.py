@@ -55,6 +55,7 @@ class Resource:
 PODS = Resource("", "v1", "pods", namespaced=True)
 NODES = Resource("", "v1", "nodes", namespaced=False)
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
+EVENTS = Resource("", "v1", "events", namespaced=True)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)
 PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True)
 QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", namespaced=False)
@@ -105,7 +106,7 @@ class KubeClient:
         kubeconfig: Path,
         *,
         attempts: int = 8,
-        timeout: float = 10.0,
+        timeout: float = 5.0,
     ) -> None:
         configuration = kube_client.Configuration()
         kube_config.load_kube_config(  # type: ignore[no-untyped-call]
@@ -160,18 +161,20 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         retry_conflicts: bool = False,
+        attempts: int | None = None,
     ) -> dict[str, Any]:
         """One API call with retries on transient failures; returns the decoded JSON body."""
+        attempts = attempts or self._attempts
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": content_type} if content is not None else {}
         delay = 0.1
-        for attempt in range(1, self._attempts + 1):
+        for attempt in range(1, attempts + 1):
             try:
                 response = self._http.request(
                     method, path, params=params, content=content, headers=headers
                 )
             except httpx.TransportError as err:
-                if attempt == self._attempts or self._closed.is_set():
+                if attempt == attempts or self._closed.is_set():
                     raise
                 log.debug("api call failed, retrying", extra={"path": path, "error": str(err)})
             else:
@@ -184,7 +187,7 @@ class KubeClient:
                     and response.status_code == 409
                     and status.get("reason") != "AlreadyExists"
                 )
-                if not retryable or attempt == self._attempts:
+                if not retryable or attempt == attempts:
                     raise ApiError(response.status_code, status, method, path)
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
@@ -204,7 +207,8 @@ class KubeClient:
     def create(
         self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
     ) -> dict[str, Any]:
-        return self.request("POST", resource.path(namespace), body=body)
+        # A create has no resourceVersion to conflict on: a 409 besides AlreadyExists is transient.
+        return self.request("POST", resource.path(namespace), body=body, retry_conflicts=True)
 
     def replace(
         self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
@@ -242,7 +246,9 @@ class KubeClient:
         params = {}
         if grace_period_seconds is not None:
             params["gracePeriodSeconds"] = str(grace_period_seconds)
-        return self.request("DELETE", resource.path(namespace, name), params=params)
+        return self.request(
+            "DELETE", resource.path(namespace, name), params=params, retry_conflicts=True
+        )
 
     def apply(self, resource: Resource, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create the object, or replace the stored one with it (keeping its resourceVersion)."""

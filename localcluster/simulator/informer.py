@@ -21,6 +21,14 @@ def object_key(obj: Mapping[str, Any]) -> str:
     return f"{namespace}/{metadata.get('name', '')}" if namespace else str(metadata.get("name"))
 
 
+def resource_version(obj: Mapping[str, Any]) -> int:
+    """The object's resourceVersion as a number (this API server's are; others count as 0)."""
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
 class Informer:
     """Mirrors every object of `resource` in memory and calls `on_change` after each change.
 
@@ -41,6 +49,9 @@ class Informer:
         self._on_change = on_change
         self._lock = threading.Lock()
         self._objects: dict[str, dict[str, Any]] = {}
+        # resourceVersion of each deletion seen since the last list: a late answer to one of our
+        # writes must not bring a deleted object back.
+        self._tombstones: dict[str, int] = {}
         self.synced = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"informer-{resource.plural}", daemon=True
@@ -64,10 +75,10 @@ class Informer:
         backoff = 0.2
         while not self._stop.is_set():
             try:
-                resource_version = self._list()
+                version = self._list()
                 backoff = 0.2
                 while not self._stop.is_set():
-                    resource_version = self._watch(resource_version)
+                    version = self._watch(version)
             except WatchExpiredError:
                 log.info("watch expired, listing again", extra={"resource": self._resource.plural})
                 continue
@@ -81,30 +92,48 @@ class Informer:
                 self._stop.wait(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, 5.0)
 
+    def observe(self, obj: Mapping[str, Any]) -> None:
+        """Take an object the server returned to one of our own writes."""
+        with self._lock:
+            self._keep_newer(object_key(obj), dict(obj))
+
+    def _keep_newer(self, key: str, obj: dict[str, Any]) -> None:
+        """Store `obj` unless the cache holds a newer version (the answer to one of our writes
+        can arrive before the watch events that precede it)."""
+        version = resource_version(obj)
+        if version <= self._tombstones.get(key, -1):
+            return
+        current = self._objects.get(key)
+        if current is None or version >= resource_version(current):
+            self._objects[key] = obj
+
     def _list(self) -> str:
         listing = self._client.list(self._resource)
         objects = {object_key(item): item for item in listing.get("items") or []}
         with self._lock:
             self._objects = objects
+            self._tombstones = {}
         self.synced.set()
         self._on_change()
         return str(listing.get("metadata", {}).get("resourceVersion", ""))
 
-    def _watch(self, resource_version: str) -> str:
+    def _watch(self, since: str) -> str:
+        """Apply watch events from `since`; returns the last resourceVersion seen."""
         timeout = random.randint(30, 60)
-        for event in self._client.watch(self._resource, resource_version, timeout_seconds=timeout):
+        for event in self._client.watch(self._resource, since, timeout_seconds=timeout):
             if self._stop.is_set():
                 break
             kind = event.get("type")
             obj = event.get("object") or {}
-            resource_version = str(obj.get("metadata", {}).get("resourceVersion", resource_version))
+            since = str(obj.get("metadata", {}).get("resourceVersion", since))
             if kind == "BOOKMARK":
                 continue
             key = object_key(obj)
             with self._lock:
                 if kind == "DELETED":
                     self._objects.pop(key, None)
+                    self._tombstones[key] = resource_version(obj)
                 else:
-                    self._objects[key] = obj
+                    self._keep_newer(key, obj)
             self._on_change()
-        return resource_version
+        return since

@@ -118,6 +118,20 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
+def image_repository(image: str) -> str:
+    """`busybox:1.36` → `docker.io/library/busybox`, as a container runtime reports it."""
+    name = image.split("@", 1)[0]
+    last_slash = name.rfind("/")
+    if ":" in name[last_slash + 1 :]:
+        name = name[: name.rindex(":")]
+    first, _, rest = name.partition("/")
+    if not rest:
+        return f"docker.io/library/{name}"
+    if "." not in first and ":" not in first and first != "localhost":
+        return f"docker.io/{name}"
+    return name
+
+
 def _containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list((pod.get("spec") or {}).get("containers") or [])
 
@@ -169,7 +183,7 @@ def _running_state(
         "started": True,
         "restartCount": restarts,
         "image": image,
-        "imageID": f"{image.split('@')[0]}@sha256:{_digest(image)}",
+        "imageID": f"{image_repository(image)}@sha256:{_digest(image)}",
         "containerID": f"containerd://{_digest(_uid(pod), name, str(restarts))}",
     }
 

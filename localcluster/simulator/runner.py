@@ -18,6 +18,7 @@ import httpx
 
 from localcluster.simulator import kubelet, nodes, scheduling
 from localcluster.simulator.client import (
+    EVENTS,
     NODES,
     PODGROUPS,
     PODS,
@@ -32,28 +33,47 @@ KUBELET_TICK = 0.1
 SCHEDULER_IDLE_WAIT = 1.0
 HEARTBEAT_PERIOD = 20.0
 ASSUME_TIMEOUT = timedelta(seconds=30)
+STEP_MESSAGES = {
+    kubelet.Action.START: "pod started",
+    kubelet.Action.FINISH: "pod finished",
+    kubelet.Action.RESTART: "containers restarted",
+    kubelet.Action.KILL: "containers killed",
+    kubelet.Action.DELETE: "pod deleted",
+}
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _resource_version(obj: Mapping[str, Any]) -> int:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
-
-
-class ObservingInformer(Informer):
-    """An informer that also takes the objects our own writes returned, never going backwards."""
-
-    def observe(self, obj: Mapping[str, Any]) -> None:
-        key = object_key(obj)
-        with self._lock:
-            current = self._objects.get(key)
-            if current is None or _resource_version(obj) >= _resource_version(current):
-                self._objects[key] = dict(obj)
+def scheduled_event(
+    binding: scheduling.Binding, uid: str, scheduler: str, now: datetime
+) -> dict[str, Any]:
+    at = kubelet.timestamp(now)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{binding.pod}.{int(now.timestamp() * 1e9):x}",
+            "namespace": binding.namespace,
+        },
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": binding.namespace,
+            "name": binding.pod,
+            "uid": uid,
+        },
+        "reason": "Scheduled",
+        "message": f"Successfully assigned {binding.namespace}/{binding.pod} to {binding.node}",
+        "type": "Normal",
+        "source": {"component": scheduler},
+        "reportingComponent": scheduler,
+        "reportingInstance": scheduler,
+        "firstTimestamp": at,
+        "lastTimestamp": at,
+        "count": 1,
+    }
 
 
 class Simulator:
@@ -74,12 +94,12 @@ class Simulator:
         self._scheduler_name = scheduler_name
         self._now = now
         self._wake = threading.Event()
-        self.pods = ObservingInformer(client, PODS, stop, self._wake.set)
-        self.nodes = ObservingInformer(client, NODES, stop, self._wake.set)
-        self.podgroups = ObservingInformer(client, PODGROUPS, stop, self._wake.set)
+        self.pods = Informer(client, PODS, stop, self._wake.set)
+        self.nodes = Informer(client, NODES, stop, self._wake.set)
+        self.podgroups = Informer(client, PODGROUPS, stop, self._wake.set)
         self._assumed_bindings: dict[str, tuple[str, str, datetime]] = {}
         self._times: dict[str, kubelet.PodTimes] = {}
-        self._warned_scripts: set[str] = set()
+        self._scripts: dict[str, kubelet.Script] = {}
         self._binding_subresource = True
         self._threads = [
             threading.Thread(target=self._loop, args=(self.schedule_once,), name="scheduler"),
@@ -96,10 +116,10 @@ class Simulator:
         log.info("simulator started", extra={"scheduler": self._scheduler_name})
 
     def join(self, timeout: float) -> None:
+        """Wait for the loops (they notice `stop` within a tick); the informers' threads are
+        daemons blocked in watches and end with the process."""
         for thread in self._threads:
             thread.join(timeout)
-        for informer in (self.pods, self.nodes, self.podgroups):
-            informer.join(timeout)
 
     # -- scheduler --------------------------------------------------------------------------
 
@@ -199,6 +219,17 @@ class Simulator:
             "pod bound",
             extra={"namespace": binding.namespace, "pod": binding.pod, "node": binding.node},
         )
+        scheduler = str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
+        self._record_scheduled(binding, uid, scheduler)
+
+    def _record_scheduled(self, binding: scheduling.Binding, uid: str, scheduler: str) -> None:
+        """The `Scheduled` event `kubectl describe pod` shows, as kube-scheduler records it."""
+        event = scheduled_event(binding, uid, scheduler, self._now())
+        try:
+            # Best effort, one attempt: an event is not worth holding up the next binding.
+            self._client.request("POST", EVENTS.path(binding.namespace), body=event, attempts=1)
+        except (ApiError, httpx.HTTPError) as err:
+            log.debug("event not recorded", extra={"pod": binding.pod, "error": str(err)})
 
     def _post_binding(self, binding: scheduling.Binding, uid: str) -> None:
         body = {
@@ -259,23 +290,29 @@ class Simulator:
             uid = str(metadata.get("uid") or object_key(pod))
             seen.add(uid)
             times = self._pod_times(pod, now)
-            script, problems = kubelet.pod_script(
-                metadata.get("annotations") or {}, self._default_runtime
-            )
-            if problems and uid not in self._warned_scripts:
-                self._warned_scripts.add(uid)
-                for problem in problems:
-                    log.warning(
-                        "pod annotation ignored",
-                        extra={"pod": object_key(pod), "problem": problem},
-                    )
-            host = nodes.host_ip(node_cache.get(str(node_name)))
-            step = kubelet.next_step(pod, times, script, host, now)
+            script = self._script(pod, uid)
+            node = node_cache.get(str(node_name))
+            if node is None and not metadata.get("deletionTimestamp"):
+                continue  # no kubelet runs on a node that does not exist
+            step = kubelet.next_step(pod, times, script, nodes.host_ip(node), now)
             if step is not None:
                 self._carry_out(pod, uid, step, now)
         for uid in [u for u in self._times if u not in seen]:
             del self._times[uid]
-            self._warned_scripts.discard(uid)
+            self._scripts.pop(uid, None)
+
+    def _script(self, pod: Mapping[str, Any], uid: str) -> kubelet.Script:
+        """The pod's script, read once per pod (with one warning per bad annotation)."""
+        script = self._scripts.get(uid)
+        if script is None:
+            annotations = (pod.get("metadata") or {}).get("annotations") or {}
+            script, problems = kubelet.pod_script(annotations, self._default_runtime)
+            for problem in problems:
+                log.warning(
+                    "pod annotation ignored", extra={"pod": object_key(pod), "problem": problem}
+                )
+            self._scripts[uid] = script
+        return script
 
     def _carry_out(
         self, pod: Mapping[str, Any], uid: str, step: kubelet.Step, now: datetime
@@ -307,8 +344,7 @@ class Simulator:
         self.pods.observe(updated)
         phase = (step.status or {}).get("phase")
         log.info(
-            "pod " + step.action.value,
-            extra={"namespace": namespace, "pod": name, "phase": phase},
+            STEP_MESSAGES[step.action], extra={"namespace": namespace, "pod": name, "phase": phase}
         )
 
     # -- node heartbeat ---------------------------------------------------------------------

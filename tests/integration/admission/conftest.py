@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import ssl
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -16,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from localcluster.tools import tool_path
 from shared import certgen
 
 
@@ -57,6 +60,8 @@ class _Handler(BaseHTTPRequestHandler):
                     },
                 },
             }
+        elif path == "/deny-plain":
+            response = {"uid": uid, "allowed": False, "status": {"message": "not on my watch"}}
         elif path == "/deny-silently":
             response = {"uid": uid, "allowed": False}
         elif path == "/patch":
@@ -142,3 +147,52 @@ def unused_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
     return port
+
+
+@dataclass
+class LocalServer:
+    kubeconfig: Path
+
+    def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        kubectl = tool_path("kubectl")
+        assert kubectl is not None, (
+            "kubectl is not installed (python -m localcluster.tools install)"
+        )
+        return subprocess.run(
+            [str(kubectl), "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+
+@pytest.fixture(scope="session")
+def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
+    """`python -m localcluster.apiserver` on a free port, with its kubeconfig."""
+    workdir = tmp_path_factory.mktemp("admission-cluster")
+    log = workdir / "apiserver.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "localcluster.apiserver", "--port", "0", "--dir", str(workdir)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    kubeconfig = workdir / "kubeconfig"
+    try:
+        deadline = time.monotonic() + 30
+        server = LocalServer(kubeconfig)
+        while True:
+            assert process.poll() is None, f"the API server exited: {log.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, f"no API server: {log.read_text()[-2000:]}"
+            if kubeconfig.exists() and server.kubectl("version").returncode == 0:
+                break
+            time.sleep(0.2)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)

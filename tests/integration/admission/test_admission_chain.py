@@ -513,3 +513,47 @@ def test_validating_webhooks_run_concurrently(webhook: Any) -> None:
 
     run([], [config("v", *hooks)], timed)
     assert loop_time[0] < 4.0  # three 1.5 s webhooks, concurrently
+
+
+def test_if_needed_webhook_is_reinvoked_after_a_later_change(webhook: Any) -> None:
+    webhook.calls.clear()
+    first = config(
+        "a",
+        hook(
+            "reinvoked.example.com",
+            webhook.url("/allow"),
+            webhook.ca_bundle,
+            reinvocationPolicy="IfNeeded",
+        ),
+    )
+    second = config("b", hook("patch.example.com", webhook.url("/patch"), webhook.ca_bundle))
+    mutated = run([first, second], [], lambda chain: chain.mutate(ATTRS))
+    assert mutated is not None and mutated["metadata"]["labels"] == {"patched": "yes"}
+    assert [path.split("?")[0] for path, _, _ in webhook.calls] == ["/allow", "/patch", "/allow"]
+    assert webhook.calls[-1][2]["request"]["object"]["metadata"]["labels"] == {"patched": "yes"}
+
+
+def test_never_reinvoked_by_default(webhook: Any) -> None:
+    webhook.calls.clear()
+    first = config("a", hook("once.example.com", webhook.url("/allow"), webhook.ca_bundle))
+    second = config("b", hook("patch.example.com", webhook.url("/patch"), webhook.ca_bundle))
+    run([first, second], [], lambda chain: chain.mutate(ATTRS))
+    assert [path.split("?")[0] for path, _, _ in webhook.calls] == ["/allow", "/patch"]
+
+
+def test_service_that_cannot_be_resolved_fails_the_call(webhook: Any) -> None:
+    async def resolve(namespace: str, name: str, port: int) -> tuple[str, int]:
+        raise LookupError(f'services "{name}" not found')
+
+    service_hook = hook("svc.example.com", "", webhook.ca_bundle)
+    service_hook["clientConfig"] = {"service": {"namespace": "webhooks", "name": "missing"}}
+
+    async def step(chain: AdmissionChain) -> list[str]:
+        return await chain.validate(ATTRS)
+
+    with pytest.raises(StatusError) as info:
+        run([], [config("v", service_hook)], step, resolve)
+    assert info.value.message == (
+        'Internal error occurred: failed calling webhook "svc.example.com": '
+        'failed to call webhook: services "missing" not found'
+    )

@@ -57,5 +57,5 @@ def test_cause_and_joined_message() -> None:
     assert errors[1].as_cause() == {
         "field": "b",
         "reason": ErrorType.INVALID.value,
-        "message": 'b: Invalid value: "x": bad',
+        "message": 'Invalid value: "x": bad',
     }

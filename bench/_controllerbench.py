@@ -1,0 +1,167 @@
+"""Shared pieces of the controller benchmarks: a controller subprocess with its metrics."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from localcluster.testing import LocalCluster, tools_env, vcjob_executable
+
+CLK_TCK = 100.0
+
+
+def job_body(name: str, replicas: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": "default-scheduler",
+            "queue": "default",
+            "minAvailable": 1,
+            "maxRetry": 3,
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": replicas,
+                    "minAvailable": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "main", "image": "busybox"}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def pod_body(name: str) -> dict[str, Any]:
+    """A pod shaped like the controller's (labels, annotations, one container)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {"volcano.sh/job-name": "plain", "volcano.sh/task-spec": "worker"},
+            "annotations": {"volcano.sh/job-version": "0", "volcano.sh/task-spec": "worker"},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "schedulerName": "default-scheduler",
+            "containers": [{"name": "main", "image": "busybox"}],
+        },
+    }
+
+
+class ControllerProcess:
+    def __init__(self, cluster: LocalCluster, log: Path, *extra: str) -> None:
+        argv = [
+            *vcjob_executable(), "controller",
+            "--kubeconfig", str(cluster.kubeconfig),
+            "--no-leader-elect", "--health-port", "0", "--metrics-port", "0",
+            "--bind-address", "127.0.0.1", "--qps", "0", "--log-format", "text",
+            "--log-level", "warning", *extra,
+        ]  # fmt: skip
+        self.log = log
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, env=tools_env()
+            )
+        self.health_port, self.metrics_port = self._wait_ports()
+
+    def _wait_ports(self) -> tuple[int, int]:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            text = self.log.read_text(errors="replace")
+            match = re.search(r"health port (\d+) metrics port (\d+)", text)
+            if match:
+                return int(match.group(1)), int(match.group(2))
+            if self.process.poll() is not None:
+                raise RuntimeError(f"controller exited:\n{self.log.read_text()}")
+            time.sleep(0.1)
+        raise RuntimeError("controller did not report its metrics port")
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10
+        ) as r:
+            return str(r.read().decode())
+
+    def metric(self, name: str) -> float:
+        for line in self.metrics().splitlines():
+            if line.startswith((name + " ", name + "{")):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                url = f"http://127.0.0.1:{self.health_port}/readyz"
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise TimeoutError("the controller did not become ready")
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+def wait_metric(ctl: ControllerProcess, name: str, target: float, timeout: float) -> float:
+    """Seconds until the metric reaches `target` (polled every 20 ms)."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if ctl.metric(name) >= target:
+            return time.monotonic() - start
+        time.sleep(0.02)
+    raise TimeoutError(f"{name} did not reach {target} within {timeout}s ({ctl.metric(name)})")
+
+
+def histogram_quantile(metrics_text: str, name: str, q: float) -> float:
+    """Prometheus-style quantile from cumulative `_bucket` lines (linear within a bucket)."""
+    buckets: list[tuple[float, float]] = []
+    for line in metrics_text.splitlines():
+        if line.startswith(f"{name}_bucket"):
+            le = re.search(r'le="([^"]+)"', line)
+            if le:
+                buckets.append((float(le.group(1)), float(line.rsplit(" ", 1)[1])))
+    buckets.sort()
+    if not buckets or buckets[-1][1] == 0:
+        return float("nan")
+    total = buckets[-1][1]
+    rank = q * total
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower_bound
+            share = (rank - lower_count) / max(count - lower_count, 1e-9)
+            return lower_bound + (bound - lower_bound) * share
+        lower_bound, lower_count = bound, count
+    return lower_bound

@@ -1,0 +1,94 @@
+"""Controller pod-creation rate vs a plain client loop through the same local API server.
+
+    .venv/bin/python bench/controller.py [--replicas 1000] [--jobs 200] [--pods-per-job 5]
+
+Prints one figure per line: each scenario's seconds for the plain loop and for the controller,
+the ratio (plain / controller: 1.0 = as fast as the physical limit; target ≥ 0.7) and the
+controller's CPU seconds per pod.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# This file is named like the `controller` package: keep its folder off the import path.
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+_spec = importlib.util.spec_from_file_location("_controllerbench", HERE / "_controllerbench.py")
+assert _spec is not None and _spec.loader is not None
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+from controller.errors import AlreadyExistsError  # noqa: E402
+from controller.kube import JOBS, PODS, Kube, Resource  # noqa: E402
+from localcluster.testing import running_cluster  # noqa: E402
+
+ControllerProcess = bench.ControllerProcess
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+TIMEOUT = 600.0
+
+
+def ensure_namespace(kube: Kube, name: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    with contextlib.suppress(AlreadyExistsError):
+        kube.create(NAMESPACES, None, body)
+
+
+def plain_loop(kube: Kube, namespace: str, names: list[str]) -> float:
+    start = time.monotonic()
+    for name in names:
+        kube.create(PODS, namespace, bench.pod_body(name))
+    return time.monotonic() - start
+
+
+def scenario(label: str, cluster: Any, tmp: Path, kube: Kube, jobs: int, replicas: int) -> None:
+    """The plain loop creates the pods; then the jobs are submitted with no controller running,
+    and a fresh controller is timed from ready (caches synced) to its last pod created."""
+    plain_ns, ctl_ns = f"plain-{label}", f"ctl-{label}"
+    ensure_namespace(kube, plain_ns)
+    ensure_namespace(kube, ctl_ns)
+    total = jobs * replicas
+    names = [f"p{j}-worker-{i}" for j in range(jobs) for i in range(replicas)]
+    plain = plain_loop(kube, plain_ns, names)
+    for j in range(jobs):
+        kube.create(JOBS, ctl_ns, bench.job_body(f"{label}-{j}", replicas))
+    ctl = ControllerProcess(cluster, tmp / f"controller-{label}.log", "--workers", "4")
+    try:
+        ctl.wait_ready()
+        cpu_before = ctl.cpu_seconds()
+        elapsed = bench.wait_metric(ctl, "volcano_pod_creates_total", total, TIMEOUT)
+        cpu = ctl.cpu_seconds() - cpu_before
+    finally:
+        ctl.stop()
+    print(f"{label}: plain loop seconds for {total} pods: {plain:.2f}")
+    print(f"{label}: controller seconds for {total} pods of {jobs} jobs: {elapsed:.2f}")
+    print(f"{label}: ratio plain/controller (target >= 0.7): {plain / elapsed:.2f}")
+    print(f"{label}: controller CPU ms per pod: {1000 * cpu / total:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--replicas", type=int, default=1000)
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--pods-per-job", type=int, default=5)
+    args = parser.parse_args()
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        running_cluster(
+            Path(tmp) / "cluster", simulator=False, webhook=False, controller=False
+        ) as cluster,
+    ):
+        kube = Kube(cluster.api_client(), qps=0)
+        scenario("one-job", cluster, Path(tmp), kube, 1, args.replicas)
+        scenario("many-jobs", cluster, Path(tmp), kube, args.jobs, args.pods_per_job)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,365 @@
+"""Webhook throughput and latency over TLS, side by side with a trivial FastAPI endpoint.
+
+Both servers run in their own process with the same uvicorn TLS settings. Load comes from `wrk`
+when it is on PATH, otherwise from the bundled asyncio load generator (keep-alive connections,
+one request in flight per connection). Prints one figure per line, ratios first:
+
+    .venv/bin/python bench/webhook.py [--seconds 5]
+
+Targets (spec/quality.md): throughput ≥ 0.6 x trivial at 32 connections; p99 ≤ 5 ms at 4
+connections; webhook RSS ≤ 120 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shared import certgen, labels
+
+VCJOB = str(Path(sys.executable).with_name("vcjob"))
+TRIVIAL_PATH = "/trivial"
+ROUNDS = 4
+
+
+def review_body() -> bytes:
+    container = {
+        "name": "main",
+        "image": "busybox:1.36",
+        "command": ["sh", "-c", "sleep 10"],
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1"}},
+        "ports": [{"containerPort": 2222, "name": "tfjob-port"}],
+    }
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "tf-dist", "namespace": "default"},
+        "spec": {
+            "minAvailable": 3,
+            "schedulerName": "volcano",
+            "queue": "default",
+            "plugins": {"env": [], "svc": [], "tensorflow": []},
+            "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
+            "tasks": [
+                {
+                    "name": name,
+                    "replicas": replicas,
+                    "template": {"spec": {"containers": [container], "restartPolicy": "Never"}},
+                }
+                for name, replicas in (("ps", 1), ("worker", 2))
+            ],
+        },
+    }
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "bench",
+            "resource": {"group": "batch.volcano.sh", "version": "v1alpha1", "resource": "jobs"},
+            "operation": "CREATE",
+            "object": job,
+        },
+    }
+    return json.dumps(review).encode()
+
+
+# ---------------------------------------------------------------------------------------------
+# The trivial server (run in its own process by `--serve-trivial`)
+
+
+def serve_trivial(cert_dir: Path) -> None:
+    import uvicorn
+    from fastapi import FastAPI, Request
+    from fastapi.responses import Response
+
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+    async def trivial(request: Request) -> Response:
+        await request.body()
+        return Response(b'{"ok":true}', media_type="application/json")
+
+    # Routed the same way as the webhook's endpoints (a plain route on a FastAPI app).
+    app.add_route(TRIVIAL_PATH, trivial, methods=["POST"])
+
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        ssl_certfile=str(cert_dir / "tls.crt"),
+        ssl_keyfile=str(cert_dir / "tls.key"),
+    )
+    server = uvicorn.Server(config)
+
+    async def run() -> None:
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        print(json.dumps({"port": port}), flush=True)
+        await task
+
+    asyncio.run(run())
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[str]
+    port: int
+
+    def rss_mb(self) -> float:
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        match = re.search(r"VmRSS:\s+(\d+) kB", status)
+        return int(match.group(1)) / 1024 if match else float("nan")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _wait_for_line(proc: subprocess.Popen[str], key: str, stream_name: str) -> dict[str, Any]:
+    stream = getattr(proc, stream_name)
+    found: dict[str, Any] = {}
+    done = threading.Event()
+
+    def pump() -> None:
+        for line in stream:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if key in entry and not done.is_set():
+                found.update(entry)
+                done.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not done.wait(30):
+        raise RuntimeError(f"server did not start (exit code {proc.poll()})")
+    return found
+
+
+def start_webhook(cert_dir: Path) -> Server:
+    proc = subprocess.Popen(
+        [
+            VCJOB, "webhook", "--host", "127.0.0.1", "--port", "0", "--health-port", "0",
+            "--metrics-port", "0", "--queue-check", "off", "--shutdown-delay", "0",
+            "--tls-cert-file", str(cert_dir / "tls.crt"),
+            "--tls-private-key-file", str(cert_dir / "tls.key"),
+        ],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    # The "webhook serving" log line carries the bound ports.
+    return Server(proc, int(_wait_for_line(proc, "webhook", "stderr")["webhook"]))
+
+
+def start_trivial(cert_dir: Path) -> Server:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve-trivial", str(cert_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    return Server(proc, int(_wait_for_line(proc, "port", "stdout")["port"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Load
+
+
+@dataclass
+class Load:
+    requests: int
+    seconds: float
+    latencies: list[float]
+    errors: int
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds
+
+    def percentile(self, p: float) -> float:
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+async def _connection(
+    port: int, path: str, body: bytes, context: ssl.SSLContext, until: float, out: Load
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    request = head + body
+    try:
+        while time.perf_counter() < until:
+            started = time.perf_counter()
+            writer.write(request)
+            headers = await reader.readuntil(b"\r\n\r\n")
+            match = re.search(rb"content-length: *(\d+)", headers, re.IGNORECASE)
+            await reader.readexactly(int(match.group(1)) if match else 0)
+            out.latencies.append(time.perf_counter() - started)
+            if not headers.startswith(b"HTTP/1.1 200"):
+                out.errors += 1
+            out.requests += 1
+    finally:
+        writer.close()
+        await writer.wait_closed()
+
+
+async def _drive(port: int, path: str, body: bytes, connections: int, seconds: float) -> Load:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    warmup = Load(0, 1, [], 0)
+    await asyncio.gather(
+        *(
+            _connection(port, path, body, context, time.perf_counter() + 0.2, warmup)
+            for _ in range(connections)
+        )
+    )
+    out = Load(0, seconds, [], 0)
+    until = time.perf_counter() + seconds
+    await asyncio.gather(
+        *(_connection(port, path, body, context, until, out) for _ in range(connections))
+    )
+    return out
+
+
+def bundled_load(port: int, path: str, body: bytes, connections: int, seconds: float) -> Load:
+    return asyncio.run(_drive(port, path, body, connections, seconds))
+
+
+def wrk_load(wrk: str, port: int, path: str, body: bytes, connections: int, seconds: float) -> Load:
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(
+            'wrk.method = "POST"\n'
+            f"wrk.body = {json.dumps(body.decode())}\n"
+            'wrk.headers["Content-Type"] = "application/json"\n'
+        )
+    try:
+        result = subprocess.run(
+            [
+                wrk, "-t", "2", "-c", str(connections), "-d", f"{int(seconds)}s", "--latency",
+                "-s", script.name, f"https://127.0.0.1:{port}{path}",
+            ],
+            capture_output=True, text=True, check=True, timeout=seconds + 30,
+        )  # fmt: skip
+    finally:
+        Path(script.name).unlink()
+    text = result.stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))  # type: ignore[union-attr]
+    latencies = {}
+    for pct, value, unit in re.findall(r"\s(50|99)%\s+([\d.]+)(us|ms|s)", text):
+        scale = {"us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+        latencies[pct] = float(value) * scale
+    load = Load(int(rps * seconds), seconds, [], 0)
+    # wrk reports percentiles, not samples: keep the two the report needs.
+    load.latencies = [latencies.get("50", float("nan"))] * 98 + [
+        latencies.get("99", float("nan"))
+    ] * 2
+    return load
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--seconds", type=float, default=8.0, help="load time per endpoint and concurrency"
+    )
+    parser.add_argument("--serve-trivial", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_trivial:
+        serve_trivial(args.serve_trivial)
+        return
+
+    wrk = shutil.which("wrk")
+    generator = "wrk" if wrk else "bundled asyncio generator"
+
+    def load(port: int, path: str, connections: int) -> Load:
+        if wrk:
+            return wrk_load(wrk, port, path, body, connections, args.seconds / ROUNDS)
+        return bundled_load(port, path, body, connections, args.seconds / ROUNDS)
+
+    body = review_body()
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_dir = Path(tmp)
+        certgen.write_bundle(certgen.issue(["127.0.0.1", "localhost"]), cert_dir)
+        webhook = start_webhook(cert_dir)
+        trivial = start_trivial(cert_dir)
+        targets = {
+            "trivial": (trivial.port, TRIVIAL_PATH),
+            "validate": (webhook.port, labels.VALIDATE_PATH),
+            "mutate": (webhook.port, labels.MUTATE_PATH),
+        }
+        results: dict[tuple[str, int], Load] = {}
+        try:
+            # Interleaved short slices, so a change in the machine's load hits all three alike.
+            for _ in range(ROUNDS):
+                for connections in (32, 4):
+                    for name, (port, path) in targets.items():
+                        part = load(port, path, connections)
+                        total = results.setdefault((name, connections), Load(0, 0, [], 0))
+                        total.requests += part.requests
+                        total.seconds += part.seconds
+                        total.latencies += part.latencies
+                        total.errors += part.errors
+            rss = webhook.rss_mb()
+        finally:
+            webhook.stop()
+            trivial.stop()
+    trivial_32, validate_32, mutate_32 = (results[(n, 32)] for n in targets)
+    trivial_4, validate_4, mutate_4 = (results[(n, 4)] for n in targets)
+    errors = sum(x.errors for x in results.values())
+    ms = 1000
+    lines = [
+        f"validate throughput ratio at 32 connections: {validate_32.rps / trivial_32.rps:.2f}"
+        " (target >= 0.6)",
+        f"mutate throughput ratio at 32 connections: {mutate_32.rps / trivial_32.rps:.2f}"
+        " (target >= 0.6)",
+        f"validate p99 latency at 4 connections: {validate_4.percentile(99) * ms:.2f} ms"
+        " (target <= 5)",
+        f"mutate p99 latency at 4 connections: {mutate_4.percentile(99) * ms:.2f} ms (target <= 5)",
+        f"webhook RSS after load: {rss:.1f} MB (target <= 120)",
+        f"validate p50 latency at 4 connections: {validate_4.percentile(50) * ms:.2f} ms",
+        f"mutate p50 latency at 4 connections: {mutate_4.percentile(50) * ms:.2f} ms",
+        f"trivial p50 / p99 latency at 4 connections: {trivial_4.percentile(50) * ms:.2f} / "
+        f"{trivial_4.percentile(99) * ms:.2f} ms",
+        f"requests per second at 32 connections: trivial {trivial_32.rps:.0f}, "
+        f"validate {validate_32.rps:.0f}, mutate {mutate_32.rps:.0f}",
+        f"load generator: {generator}; {args.seconds:g} s per endpoint and concurrency in "
+        f"{ROUNDS} interleaved slices; non-200 answers: {errors}; review body {len(body)} bytes",
+    ]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+"""Execute a `Plan` against the API, in the contract's order.
+
+annotate out-of-sync → delete → create (PodGroup/PVCs/plugin objects, then pods, guarded by a
+fresh read of the Job) → update → job spec patch → ONE status write → events → consumed
+Commands deleted → the job itself deleted for its TTL. Every object a write returns goes into
+the cache (read-your-writes). The first failure is raised after the independent operations of
+its step were attempted; the status is then not written and the job is re-planned.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from controller.cache import Cache
+from controller.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    KubeError,
+    NotFoundError,
+    PartialProgressError,
+)
+from controller.events import EventRecorder
+from controller.kube import COMMANDS, JOBS, Kube, resource_for_kind
+from controller.metrics import Metrics
+from controller.model import ObjectRef, Plan
+from shared.labels import OUT_OF_SYNC_KEY
+
+log = logging.getLogger(__name__)
+
+WireObject = dict[str, Any]
+
+# Pods of one job are created this many at a time (Volcano creates them in parallel too).
+CREATE_PARALLELISM = 8
+
+
+class JobGoneError(Exception):
+    """The Job was deleted or replaced while its plan was being applied."""
+
+
+@dataclass
+class ApplyResult:
+    job: WireObject
+    status_written: bool
+    # Objects created, deleted or annotated: their watch echoes are not reconciled, so the
+    # runner reconciles once more to see the world its writes made.
+    objects_written: int = 0
+
+
+def _meta(obj: WireObject) -> WireObject:
+    meta: WireObject = obj.setdefault("metadata", {})
+    return meta
+
+
+class _Progress:
+    """Writes that succeeded during one apply (pods are created from several threads)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> None:
+        with self._lock:
+            self.count += 1
+
+
+class Applier:
+    def __init__(
+        self,
+        kube: Kube,
+        cache: Cache,
+        recorder: EventRecorder,
+        metrics: Metrics,
+        executor: ThreadPoolExecutor | None = None,
+    ) -> None:
+        self._kube = kube
+        self._cache = cache
+        self._recorder = recorder
+        self._metrics = metrics
+        self._executor = executor or ThreadPoolExecutor(
+            CREATE_PARALLELISM, thread_name_prefix="create"
+        )
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+    def apply(self, job: WireObject, plan: Plan) -> ApplyResult:
+        progress = _Progress()
+        try:
+            return self._apply(job, plan, progress)
+        except KubeError as exc:
+            if progress.count and not isinstance(exc, PartialProgressError):
+                raise PartialProgressError(exc, progress.count) from exc
+            raise
+
+    def _apply(self, job: WireObject, plan: Plan, progress: _Progress) -> ApplyResult:
+        namespace = str(job["metadata"]["namespace"])
+        self._annotate(plan.annotate_out_of_sync, job, progress)
+        self._delete(plan.delete, job, progress)
+        self._create(plan.create, job, namespace, plan.guard_uid, progress)
+        self._update(plan.update, job, namespace)
+        if plan.job_spec_patch:
+            job = self._kube.merge_patch(
+                JOBS, namespace, job["metadata"]["name"], plan.job_spec_patch
+            )
+            job.setdefault("kind", "Job")
+            self._cache.store_written("Job", job)
+        written = False
+        if plan.status is not None:
+            job = self._write_status(job, plan.status)
+            written = True
+        for event in plan.events:
+            self._recorder.record(job, event.type, event.reason, event.message)
+        for command in plan.delete_commands:
+            self._kube.delete(COMMANDS, namespace, command)
+        if plan.delete_job:
+            self._kube.delete(
+                JOBS,
+                namespace,
+                job["metadata"]["name"],
+                uid=job["metadata"].get("uid"),
+                propagation="Foreground",
+            )
+            log.info("job deleted after its TTL", extra={"job": _key(job)})
+        return ApplyResult(job=job, status_written=written, objects_written=progress.count)
+
+    # --- steps -------------------------------------------------------------------------------
+
+    def _annotate(self, refs: list[ObjectRef], job: WireObject, progress: _Progress) -> None:
+        patch = {"metadata": {"annotations": {OUT_OF_SYNC_KEY: "true"}}}
+        for ref in refs:
+            try:
+                result = self._kube.merge_patch(
+                    resource_for_kind(ref.kind), ref.namespace, ref.name, patch
+                )
+            except NotFoundError:
+                continue
+            progress.add()
+            result.setdefault("kind", ref.kind)
+            self._cache.store_written(ref.kind, result)
+
+    def _delete(self, refs: list[ObjectRef], job: WireObject, progress: _Progress) -> None:
+        failure: KubeError | None = None
+        for ref in refs:
+            try:
+                lingering = self._kube.delete(
+                    resource_for_kind(ref.kind), ref.namespace, ref.name, uid=ref.uid
+                )
+            except ConflictError:
+                continue  # the UID precondition failed: the name now holds another object
+            except KubeError as exc:
+                failure = failure or exc
+                self._recorder.record(
+                    job, "Warning", f"FailedDelete{ref.kind}", f"delete {ref.name}: {exc.reason}"
+                )
+                continue
+            progress.add()
+            if ref.kind == "Pod":
+                self._metrics.pod_deletes.inc()
+            if lingering is not None:
+                lingering.setdefault("kind", ref.kind)
+                self._cache.store_written(ref.kind, lingering)
+        if failure is not None:
+            raise failure
+
+    def _create(
+        self,
+        objects: list[WireObject],
+        job: WireObject,
+        namespace: str,
+        guard_uid: str | None,
+        progress: _Progress,
+    ) -> None:
+        if not objects:
+            return
+        self._check_job_alive(job, guard_uid or job["metadata"].get("uid"))
+        others = [o for o in objects if o.get("kind") != "Pod"]
+        pods = [o for o in objects if o.get("kind") == "Pod"]
+        failure: KubeError | None = None
+        for obj in others:
+            failure = self._create_one(obj, job, namespace, progress) or failure
+        if failure is not None:
+            raise failure
+        if not pods:
+            return
+        results = self._executor.map(lambda o: self._create_one(o, job, namespace, progress), pods)
+        failures = [r for r in results if r is not None]
+        if failures:
+            raise failures[0]
+
+    def _create_one(
+        self, obj: WireObject, job: WireObject, namespace: str, progress: _Progress
+    ) -> KubeError | None:
+        kind = str(obj.get("kind"))
+        ns = str(_meta(obj).get("namespace") or namespace)
+        try:
+            created = self._kube.create(resource_for_kind(kind), ns, obj)
+        except AlreadyExistsError:
+            return None  # deterministic names: somebody (maybe we, before a restart) made it
+        except KubeError as exc:
+            self._recorder.record(
+                job,
+                "Warning",
+                f"FailedCreate{kind}",
+                f"create {_meta(obj).get('name')}: {exc.reason or exc.status}",
+            )
+            return exc
+        progress.add()
+        created.setdefault("kind", kind)
+        self._cache.store_written(kind, created)
+        if kind == "Pod":
+            self._metrics.pod_creates.inc()
+        return None
+
+    def _check_job_alive(self, job: WireObject, uid: str | None) -> None:
+        """Fix 2: never create anything for a Job that is gone, replaced or being deleted."""
+        meta = job["metadata"]
+        fresh = self._kube.get_or_none(JOBS, meta["namespace"], meta["name"])
+        if fresh is None:
+            raise JobGoneError(f"job {_key(job)} no longer exists")
+        fresh_meta = fresh.get("metadata") or {}
+        if fresh_meta.get("uid") != uid:
+            raise JobGoneError(f"job {_key(job)} was replaced (uid {fresh_meta.get('uid')})")
+        if fresh_meta.get("deletionTimestamp"):
+            raise JobGoneError(f"job {_key(job)} is being deleted")
+
+    def _update(self, objects: list[WireObject], job: WireObject, namespace: str) -> None:
+        for obj in objects:
+            kind = str(obj.get("kind"))
+            res = resource_for_kind(kind)
+            ns = str(_meta(obj).get("namespace") or namespace)
+            try:
+                result = self._kube.replace(res, ns, obj)
+            except NotFoundError:
+                result = self._kube.create(res, ns, obj)
+            result.setdefault("kind", kind)
+            self._cache.store_written(kind, result)
+
+    def _write_status(self, job: WireObject, status: WireObject) -> WireObject:
+        body = copy.copy(job)
+        body["status"] = status
+        meta = job["metadata"]
+        old_phase = ((job.get("status") or {}).get("state") or {}).get("phase")
+        try:
+            written = self._kube.replace_status(JOBS, meta["namespace"], body)
+        except ConflictError:
+            # Somebody wrote the job since we read it: refresh the cache, then re-plan.
+            fresh = self._kube.get_or_none(JOBS, meta["namespace"], meta["name"])
+            if fresh is not None:
+                fresh.setdefault("kind", "Job")
+                self._cache.store_written("Job", fresh)
+            raise
+        written.setdefault("kind", "Job")
+        self._cache.store_written("Job", written)
+        new_phase = (status.get("state") or {}).get("phase")
+        if new_phase and new_phase != old_phase:
+            self._metrics.phase_transitions.labels(phase=new_phase).inc()
+            log.info(
+                "job phase changed",
+                extra={"job": _key(job), "phase": new_phase, "from_phase": old_phase},
+            )
+        return written
+
+
+def _key(job: WireObject) -> str:
+    return f"{job['metadata'].get('namespace')}/{job['metadata'].get('name')}"

@@ -1,0 +1,311 @@
+"""`vcjob controller`, `vcjob suspend` and `vcjob resume`."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import secrets
+import signal
+import string
+import sys
+import threading
+from types import FrameType
+from typing import Any, Literal, cast
+
+import click
+
+from controller.errors import KubeError, NotFoundError
+from controller.kube import COMMANDS, JOBS, Kube, load_api_client
+from controller.runner import Controller
+from controller.settings import Settings
+from shared.duration import parse_duration
+from shared.labels import BUS_API_VERSION
+from shared.logging import configure_logging
+
+log = logging.getLogger("controller")
+
+ENV_PREFIX = "VCJOB_CONTROLLER"
+
+
+class DurationParam(click.ParamType):  # type: ignore[type-arg]
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        try:
+            return parse_duration(str(value)).total_seconds()
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+DURATION = DurationParam()
+
+
+@click.command(
+    "controller", context_settings={"auto_envvar_prefix": ENV_PREFIX, "show_default": True}
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig file; in-cluster config when absent.",
+)
+@click.option(
+    "--workers", type=click.IntRange(1, 256), default=4, help="Jobs reconciled in parallel."
+)
+@click.option(
+    "--leader-elect/--no-leader-elect", default=True, help="Elect a leader through a Lease."
+)
+@click.option("--lease-namespace", default="vcjob-system", help="Namespace of the leader Lease.")
+@click.option("--lease-name", default="vcjob-controller", help="Name of the leader Lease.")
+@click.option(
+    "--gang-schedulers", default="volcano", help="Comma-separated schedulers that admit PodGroups."
+)
+@click.option(
+    "--qps",
+    type=click.FloatRange(min=0),
+    default=50.0,
+    help="API requests per second (0 = unlimited).",
+)
+@click.option("--burst", type=click.IntRange(min=1), default=100, help="API request burst.")
+@click.option(
+    "--resync-period", type=DURATION, default="30s", help="Reconcile every job at least this often."
+)
+@click.option(
+    "--health-port",
+    type=click.IntRange(0, 65535),
+    default=8081,
+    help="/healthz and /readyz port (0 = any free port).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    help="/metrics port (0 = any free port).",
+)
+@click.option(
+    "--bind-address",
+    default="0.0.0.0",  # noqa: S104
+    help="Address the health and metrics servers listen on.",
+)
+@click.option(
+    "--disable-network-policy",
+    is_flag=True,
+    default=False,
+    help="Do not create the svc plugin's NetworkPolicy.",
+)
+@click.option(
+    "--ssh-key-type",
+    type=click.Choice(["rsa", "ed25519"]),
+    default="rsa",
+    help="Key type of the ssh plugin.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default="info",
+)
+@click.option("--log-format", type=click.Choice(["json", "text"]), default="json")
+@click.option(
+    "--elastic/--no-elastic", default=False, help="Run the elastic autoscaler loop (on the leader)."
+)
+@click.option("--elastic-period", type=DURATION, default="30s", help="Elastic autoscaler period.")
+@click.option(
+    "--elastic-dry-run",
+    is_flag=True,
+    default=False,
+    help="Log elastic decisions without applying them.",
+)
+@click.option(
+    "--elastic-max-step",
+    type=click.IntRange(min=1),
+    default=1,
+    help="Replicas changed per task per period.",
+)
+@click.option(
+    "--gpu-resource", default="nvidia.com/gpu", help="Extended resource name counted as GPUs."
+)
+@click.option(
+    "--request-timeout",
+    type=DURATION,
+    default="10s",
+    help="Timeout of one API request; an idle watch is re-opened after three times this.",
+)
+def controller_command(**options: Any) -> None:
+    """Run the Job controller: watch Jobs, Pods, PodGroups and Commands and reconcile them."""
+    settings = Settings(
+        kubeconfig=options["kubeconfig"],
+        workers=options["workers"],
+        leader_elect=options["leader_elect"],
+        lease_namespace=options["lease_namespace"],
+        lease_name=options["lease_name"],
+        gang_schedulers=frozenset(
+            s.strip() for s in options["gang_schedulers"].split(",") if s.strip()
+        ),
+        qps=options["qps"],
+        request_timeout=max(0.5, options["request_timeout"]),
+        burst=options["burst"],
+        resync_period=max(1.0, options["resync_period"]),
+        health_port=options["health_port"],
+        metrics_port=options["metrics_port"],
+        bind_address=options["bind_address"],
+        disable_network_policy=options["disable_network_policy"],
+        ssh_key_type=cast(Literal["rsa", "ed25519"], options["ssh_key_type"]),
+        log_level=options["log_level"],
+        log_format=cast(Literal["json", "text"], options["log_format"]),
+        elastic=options["elastic"],
+        elastic_period=options["elastic_period"],
+        elastic_dry_run=options["elastic_dry_run"],
+        elastic_max_step=options["elastic_max_step"],
+        gpu_resource=options["gpu_resource"],
+    )
+    sys.exit(run_controller(settings))
+
+
+def run_controller(settings: Settings) -> int:
+    """Run until SIGTERM/SIGINT; returns the exit code."""
+    configure_logging(settings.log_level, settings.log_format)
+
+    try:
+        api_client = load_api_client(settings.kubeconfig)
+    except Exception as exc:
+        log.error("cannot load the Kubernetes configuration", extra={"error": str(exc)})
+        return 2
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal received, stopping", extra={"signal": signal.Signals(signum).name})
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    controller = Controller(settings, api_client)
+    controller.start()
+    if controller.endpoints is not None:
+        click.echo(
+            f"controller health port {controller.endpoints.health_port} "
+            f"metrics port {controller.endpoints.metrics_port}",
+            err=True,
+        )
+    if settings.elastic:
+        _start_elastic(settings, controller, stop)
+    while not stop.wait(1.0):
+        pass
+    controller.shutdown()
+    api_client.close()  # type: ignore[no-untyped-call]
+    return 0
+
+
+def _start_elastic(settings: Settings, controller: Controller, stop: threading.Event) -> None:
+    try:
+        module = importlib.import_module("controller.elastic_loop")
+    except ImportError as exc:
+        log.error("elastic autoscaler not available", extra={"error": str(exc)})
+        return
+    loop = module.ElasticLoop(
+        controller.api_client,
+        settings.elastic_period,
+        settings.elastic_dry_run,
+        settings.elastic_max_step,
+        settings.gpu_resource,
+        controller.is_leader,
+        stop,
+        registry=controller.metrics.registry,
+        kube=controller.kube,
+    )
+    threading.Thread(target=loop.run, name="elastic", daemon=True).start()
+
+
+# --- suspend / resume ------------------------------------------------------------------------
+
+_SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def command_name(job: str, action: str) -> str:
+    suffix = "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
+    return f"{job}-{action.lower()}-{suffix}"
+
+
+def build_command(job: dict[str, Any], action: str) -> dict[str, Any]:
+    meta = job["metadata"]
+    owner = {
+        "apiVersion": job.get("apiVersion", "batch.volcano.sh/v1alpha1"),
+        "kind": "Job",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": BUS_API_VERSION,
+        "kind": "Command",
+        "metadata": {
+            "name": command_name(meta["name"], action),
+            "namespace": meta["namespace"],
+            "ownerReferences": [owner],
+        },
+        "action": action,
+        "target": owner,
+        "reason": "CommandIssued",
+        "message": f"{action} issued by vcjob",
+    }
+
+
+def _issue(kubeconfig: str | None, namespace: str, job_name: str, action: str) -> None:
+    try:
+        api_client = load_api_client(kubeconfig)
+    except Exception as exc:
+        raise click.ClickException(f"cannot load the Kubernetes configuration: {exc}") from exc
+    try:
+        kube = Kube(api_client, qps=0, burst=1)
+        try:
+            job = kube.get(JOBS, namespace, job_name)
+        except NotFoundError:
+            raise click.ClickException(
+                f'job "{job_name}" not found in namespace "{namespace}"'
+            ) from None
+        command = kube.create(COMMANDS, namespace, build_command(job, action))
+        click.echo(
+            f"command.bus.volcano.sh/{command['metadata']['name']} created "
+            f"({action} {namespace}/{job_name})"
+        )
+    except KubeError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        api_client.close()  # type: ignore[no-untyped-call]
+
+
+_common = [
+    click.option(
+        "-n", "--namespace", default="default", show_default=True, help="Namespace of the job."
+    ),
+    click.option(
+        "--kubeconfig",
+        type=click.Path(dir_okay=False),
+        envvar="KUBECONFIG",
+        help="Kubeconfig file.",
+    ),
+    click.argument("job"),
+]
+
+
+def _with_common(func: Any) -> Any:
+    for decorator in reversed(_common):
+        func = decorator(func)
+    return func
+
+
+@click.command("suspend")
+@_with_common
+def suspend_command(namespace: str, kubeconfig: str | None, job: str) -> None:
+    """Suspend (abort) a job: its unfinished pods are deleted; `vcjob resume` restarts it."""
+    _issue(kubeconfig, namespace, job, "AbortJob")
+
+
+@click.command("resume")
+@_with_common
+def resume_command(namespace: str, kubeconfig: str | None, job: str) -> None:
+    """Resume a suspended job without using its retry budget."""
+    _issue(kubeconfig, namespace, job, "ResumeJob")

@@ -1,0 +1,41 @@
+"""Job plugins, run in a fixed order: sorted by name (fix 12)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controller.model import PlanSettings, WireObject
+from controller.plugins.base import DesiredChild, JobPlugin, PluginContext
+from controller.plugins.env import EnvPlugin
+from controller.plugins.mpi import MpiPlugin
+from controller.plugins.pytorch import PytorchPlugin
+from controller.plugins.ssh import SshPlugin
+from controller.plugins.svc import SvcPlugin
+from controller.plugins.tensorflow import TensorflowPlugin
+from shared.models import Job
+
+REGISTRY: dict[str, type[JobPlugin]] = {
+    cls.name: cls
+    for cls in (EnvPlugin, MpiPlugin, PytorchPlugin, SshPlugin, SvcPlugin, TensorflowPlugin)
+}
+
+__all__ = ["REGISTRY", "DesiredChild", "JobPlugin", "PluginContext", "build_plugins"]
+
+
+def build_plugins(
+    job: Job,
+    settings: PlanSettings,
+    children: Mapping[tuple[str, str], WireObject],
+    memory: Mapping[str, Any],
+) -> tuple[list[JobPlugin], list[str]]:
+    """The job's plugins sorted by name, and the names vcjob does not know."""
+    plugins: list[JobPlugin] = []
+    unknown: list[str] = []
+    for name, args in sorted((job.spec.plugins or {}).items()):
+        cls = REGISTRY.get(name)
+        if cls is None:
+            unknown.append(name)
+            continue
+        plugins.append(cls(PluginContext(job, list(args or []), settings, children, memory)))
+    return plugins, unknown

@@ -1,0 +1,139 @@
+"""ssh plugin: one key pair per job in Secret `<job>-ssh`, mounted at /root/.ssh (mode 0600).
+
+The key is generated only while the Secret does not exist; until the Secret is stored the
+planner keeps the generated material in its memory, so a re-plan after a failed apply creates
+the same Secret. Afterwards the Secret is the only copy and is never regenerated (fix 14)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+
+from controller.plugins.base import DesiredChild, JobPlugin, WireObject, parse_flags, task_hosts
+from controller.podgen import add_mount, add_volume, child_metadata, containers
+from shared.models import TaskSpec
+
+DEFAULT_SSH_PATH = "/root/.ssh"
+PRIVATE_KEY = "id_rsa"
+PUBLIC_KEY = "id_rsa.pub"
+AUTHORIZED_KEYS = "authorized_keys"
+CONFIG = "config"
+MEMORY_KEY = "sshKey"
+
+
+def secret_name(job_name: str) -> str:
+    return f"{job_name}-ssh"
+
+
+def generate_key_pair(key_type: str) -> tuple[str, str]:
+    """(private PEM, public OpenSSH line)."""
+    if key_type == "ed25519":
+        ed_key = ed25519.Ed25519PrivateKey.generate()
+        private = ed_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.OpenSSH,
+            serialization.NoEncryption(),
+        )
+        public = ed_key.public_key().public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        )
+    else:
+        rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        private = rsa_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+        public = rsa_key.public_key().public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        )
+    return private.decode(), public.decode() + "\n"
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _unb64(text: str) -> str:
+    return base64.b64decode(text).decode()
+
+
+class SshPlugin(JobPlugin):
+    name = "ssh"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        flags = parse_flags(self.ctx.args)
+        self.path = flags.text("ssh-key-file-path", DEFAULT_SSH_PATH)
+        self._given_private = flags.values.get("ssh-private-key")
+        self._given_public = flags.values.get("ssh-public-key")
+        self.port = flags.number("port", 22)
+        self._generated: dict[str, str] = {}
+
+    def _key_pair(self) -> tuple[str, str]:
+        existing = self.ctx.children.get(("Secret", secret_name(self.job.name)))
+        data = (existing or {}).get("data") or {}
+        if PRIVATE_KEY in data and PUBLIC_KEY in data:
+            return _unb64(data[PRIVATE_KEY]), _unb64(data[PUBLIC_KEY])
+        if self._given_private and self._given_public:
+            return self._given_private, self._given_public
+        remembered = self.ctx.memory.get(MEMORY_KEY) or {}
+        if remembered.get("private") and remembered.get("public"):
+            return str(remembered["private"]), str(remembered["public"])
+        if not self._generated:
+            private, public = generate_key_pair(self.ctx.settings.ssh_key_type)
+            self._generated = {"private": private, "public": public}
+        return self._generated["private"], self._generated["public"]
+
+    def _config(self) -> str:
+        lines = ["StrictHostKeyChecking no", "UserKnownHostsFile /dev/null"]
+        for task in self.job.spec.tasks:
+            for host in task_hosts(self.job, task):
+                short = host.split(".", 1)[0]
+                lines += [f"Host {short}", f"  HostName {host}", f"  Port {self.port}"]
+        return "\n".join(lines) + "\n"
+
+    def objects(self) -> list[DesiredChild]:
+        private, public = self._key_pair()
+        secret: WireObject = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": child_metadata(self.job, secret_name(self.job.name)),
+            "type": "Opaque",
+            "data": {
+                PRIVATE_KEY: _b64(private),
+                PUBLIC_KEY: _b64(public),
+                AUTHORIZED_KEYS: _b64(public),
+                CONFIG: _b64(self._config()),
+            },
+        }
+        existing = self.ctx.children.get(("Secret", secret_name(self.job.name)))
+        has_keys = PRIVATE_KEY in ((existing or {}).get("data") or {})
+        # A Secret without key material is not ours to rewrite: new keys every round would loop.
+        return [DesiredChild(secret, ("data",) if existing is None or has_keys else ())]
+
+    def remember(self) -> dict[str, Any]:
+        exists = ("Secret", secret_name(self.job.name)) in self.ctx.children
+        if exists:
+            return {}
+        remembered = self.ctx.memory.get(MEMORY_KEY)
+        if self._generated:
+            return {MEMORY_KEY: dict(self._generated)}
+        return {MEMORY_KEY: dict(remembered)} if remembered else {}
+
+    def on_pod(self, pod: WireObject, task: TaskSpec, index: int) -> None:
+        name = secret_name(self.job.name)
+        mode = 0o600 if self.path == DEFAULT_SSH_PATH else 0o644
+        items = [
+            {"key": k, "path": f".ssh/{k}"}
+            for k in (PRIVATE_KEY, PUBLIC_KEY, AUTHORIZED_KEYS, CONFIG)
+        ]
+        add_volume(
+            pod["spec"],
+            {"name": name, "secret": {"secretName": name, "defaultMode": mode, "items": items}},
+        )
+        for container in containers(pod["spec"]):
+            add_mount(container, {"name": name, "mountPath": self.path, "subPath": ".ssh"})

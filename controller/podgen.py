@@ -1,0 +1,197 @@
+"""Building a task's pod from its template: names, labels, annotations, owner, volumes, plugins.
+
+The template stays a dict and is deep-copied, so fields vcjob does not model are kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from shared import labels
+from shared.models import Job, TaskSpec
+
+WireObject = dict[str, Any]
+
+# Job labels/annotations Volcano copies onto pods for its scheduler plugins.
+_INHERITED_KEYS = (
+    "volcano.sh/preemptable",
+    "volcano.sh/cooldown-time",
+    "volcano.sh/revocable-zone",
+)
+NUMA_POLICY_KEY = "volcano.sh/numa-topology-policy"
+# Template metadata the API server owns; a template must not carry them into a pod.
+_SERVER_METADATA = (
+    "name",
+    "generateName",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "ownerReferences",
+    "managedFields",
+)
+
+
+class PodPlugin(Protocol):
+    name: str
+
+    def on_pod(self, pod: WireObject, task: TaskSpec, index: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class PodContext:
+    """What every pod of one reconcile shares."""
+
+    job: Job
+    version: int
+    retry_count: int
+    pod_group: str
+    # (mountPath, claimName) for every job volume whose PVC is known.
+    claims: Sequence[tuple[str, str]]
+    plugins: Sequence[PodPlugin]
+
+
+def owner_reference(job: Job) -> WireObject:
+    return {
+        "apiVersion": labels.BATCH_API_VERSION,
+        "kind": labels.JOB_KIND,
+        "name": job.name,
+        "uid": job.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def job_labels(job: Job) -> dict[str, str]:
+    return {labels.JOB_NAME_KEY: job.name, labels.JOB_NAMESPACE_KEY: job.namespace}
+
+
+def child_metadata(job: Job, name: str) -> WireObject:
+    """Metadata of a plugin, volume or scheduling child: job labels and the controller ref."""
+    return {
+        "name": name,
+        "namespace": job.namespace,
+        "labels": job_labels(job),
+        "ownerReferences": [owner_reference(job)],
+    }
+
+
+def queue_of(job: Job) -> str:
+    return job.spec.queue or labels.DEFAULT_QUEUE
+
+
+def containers(spec: WireObject, *, init: bool = True) -> Iterable[WireObject]:
+    yield from spec.get("containers") or []
+    if init:
+        yield from spec.get("initContainers") or []
+
+
+def set_env(container: WireObject, name: str, value: str | None = None, **source: Any) -> None:
+    """Add an env var unless the container already sets one of that name (the template wins)."""
+    env = container.setdefault("env", [])
+    if any(e.get("name") == name for e in env):
+        return
+    entry: WireObject = {"name": name}
+    if source:
+        entry.update(source)
+    else:
+        entry["value"] = value if value is not None else ""
+    env.append(entry)
+
+
+def add_volume(spec: WireObject, volume: WireObject) -> None:
+    volumes = spec.setdefault("volumes", [])
+    if not any(v.get("name") == volume["name"] for v in volumes):
+        volumes.append(volume)
+
+
+def add_mount(container: WireObject, mount: WireObject) -> None:
+    mounts = container.setdefault("volumeMounts", [])
+    if not any(m.get("mountPath") == mount["mountPath"] for m in mounts):
+        mounts.append(mount)
+
+
+def add_port(container: WireObject, name: str, port: int) -> None:
+    ports = container.setdefault("ports", [])
+    if not any(p.get("name") == name or p.get("containerPort") == port for p in ports):
+        ports.append({"name": name, "containerPort": port})
+
+
+def claim_volume_name(claim: str) -> str:
+    return "pvc-" + hashlib.sha256(claim.encode()).hexdigest()[:12]
+
+
+def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
+    job = ctx.job
+    task_name = str(task.name)
+    template = copy.deepcopy(task.template or {})
+    meta: WireObject = dict(template.get("metadata") or {})
+    for key in _SERVER_METADATA:
+        meta.pop(key, None)
+    spec: WireObject = dict(template.get("spec") or {})
+    name = labels.pod_name(job.name, task_name, index)
+    queue = queue_of(job)
+
+    pod_labels = dict(meta.get("labels") or {})
+    pod_annotations = dict(meta.get("annotations") or {})
+    for key in _INHERITED_KEYS:
+        for source in (job.metadata.get("labels") or {}, job.metadata.get("annotations") or {}):
+            if key in source:
+                pod_annotations.setdefault(key, source[key])
+    pod_labels.update(
+        {
+            labels.JOB_NAME_KEY: job.name,
+            labels.JOB_NAMESPACE_KEY: job.namespace,
+            labels.TASK_SPEC_KEY: task_name,
+            labels.TASK_INDEX_KEY: str(index),
+            labels.QUEUE_NAME_KEY: queue,
+        }
+    )
+    pod_annotations.update(
+        {
+            labels.TASK_SPEC_KEY: task_name,
+            labels.TASK_INDEX_KEY: str(index),
+            labels.JOB_NAME_KEY: job.name,
+            labels.QUEUE_NAME_KEY: queue,
+            labels.JOB_VERSION_KEY: str(ctx.version),
+            labels.JOB_RETRY_COUNT_KEY: str(ctx.retry_count),
+            labels.TEMPLATE_UID_KEY: labels.template_uid(job.name, task_name),
+            labels.POD_GROUP_KEY: ctx.pod_group,
+        }
+    )
+    if task.topology_policy:
+        pod_annotations[NUMA_POLICY_KEY] = task.topology_policy
+    meta.update(
+        {
+            "name": name,
+            "namespace": job.namespace,
+            "labels": pod_labels,
+            "annotations": pod_annotations,
+            "ownerReferences": [owner_reference(job)],
+        }
+    )
+
+    if not spec.get("schedulerName") and job.spec.scheduler_name:
+        spec["schedulerName"] = job.spec.scheduler_name
+    if not spec.get("priorityClassName") and job.spec.priority_class_name:
+        spec["priorityClassName"] = job.spec.priority_class_name
+
+    seen_claims: set[str] = set()
+    for mount_path, claim in ctx.claims:
+        if claim in seen_claims:
+            continue
+        seen_claims.add(claim)
+        volume_name = claim_volume_name(claim)
+        add_volume(spec, {"name": volume_name, "persistentVolumeClaim": {"claimName": claim}})
+        for container in containers(spec):
+            add_mount(container, {"name": volume_name, "mountPath": mount_path})
+
+    pod: WireObject = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    for plugin in ctx.plugins:
+        plugin.on_pod(pod, task, index)
+    return pod

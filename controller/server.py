@@ -1,0 +1,96 @@
+"""Health (`/healthz`, `/readyz`) and Prometheus metrics over stdlib HTTP servers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+Check = Callable[[], tuple[bool, str]]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+def _handler(
+    routes: dict[str, Callable[[], tuple[int, str, bytes]]],
+) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            route = routes.get(self.path.split("?", 1)[0])
+            if route is None:
+                code, ctype, body = 404, "text/plain", b"not found\n"
+            else:
+                code, ctype, body = route()
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return  # probes every few seconds would drown the log
+
+    return Handler
+
+
+def _probe(check: Check) -> Callable[[], tuple[int, str, bytes]]:
+    def run() -> tuple[int, str, bytes]:
+        ok, detail = check()
+        text = ("ok" if ok else f"not ok: {detail}") + "\n"
+        return (200 if ok else 503), "text/plain; charset=utf-8", text.encode()
+
+    return run
+
+
+class HttpEndpoints:
+    """Starts the health server and the metrics server (same port allowed: then one server)."""
+
+    def __init__(
+        self,
+        bind: str,
+        health_port: int | None,
+        metrics_port: int | None,
+        healthz: Check,
+        readyz: Check,
+        registry: CollectorRegistry,
+    ) -> None:
+        health_routes = {"/healthz": _probe(healthz), "/readyz": _probe(readyz)}
+
+        def metrics() -> tuple[int, str, bytes]:
+            return 200, CONTENT_TYPE_LATEST, generate_latest(registry)
+
+        self._servers: list[_Server] = []
+        self.health_port: int | None = None
+        self.metrics_port: int | None = None
+        if health_port is not None:
+            routes = dict(health_routes)
+            if metrics_port is not None and metrics_port == health_port and health_port != 0:
+                routes["/metrics"] = metrics
+                metrics_port = None
+            server = _Server((bind, health_port), _handler(routes))
+            self._servers.append(server)
+            self.health_port = int(server.server_address[1])
+            if "/metrics" in routes:
+                self.metrics_port = self.health_port
+        if metrics_port is not None:
+            server = _Server((bind, metrics_port), _handler({"/metrics": metrics}))
+            self._servers.append(server)
+            self.metrics_port = int(server.server_address[1])
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for server in self._servers:
+            thread = threading.Thread(target=server.serve_forever, name="http", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)

@@ -1,0 +1,55 @@
+"""The controller's configuration, built once from click options (and their env variables)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Literal
+
+from controller.model import PlanSettings
+
+
+def default_identity() -> str:
+    """Unique per process, stable for its lifetime: the Lease holder name."""
+    return f"{socket.gethostname()}_{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    kubeconfig: str | None = None
+    workers: int = 4
+    leader_elect: bool = True
+    lease_namespace: str = "vcjob-system"
+    lease_name: str = "vcjob-controller"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    identity: str = field(default_factory=default_identity)
+    gang_schedulers: frozenset[str] = frozenset({"volcano"})
+    request_timeout: float = 10.0
+    qps: float = 50.0
+    burst: int = 100
+    resync_period: float = 30.0
+    health_port: int | None = 8081
+    metrics_port: int | None = 8080
+    bind_address: str = "0.0.0.0"  # noqa: S104 - probes and scrapes come from outside the pod
+    disable_network_policy: bool = False
+    ssh_key_type: Literal["rsa", "ed25519"] = "rsa"
+    log_level: str = "info"
+    log_format: Literal["json", "text"] = "json"
+    drain_timeout: float = 10.0
+    # Consecutive failures of one job after which it gets a Warning event and a state message.
+    failures_before_warning: int = 5
+    elastic: bool = False
+    elastic_period: float = 30.0
+    elastic_dry_run: bool = False
+    elastic_max_step: int = 1
+    gpu_resource: str = "nvidia.com/gpu"
+
+    def plan_settings(self) -> PlanSettings:
+        return PlanSettings(
+            gang_schedulers=self.gang_schedulers,
+            disable_network_policy=self.disable_network_policy,
+            ssh_key_type=self.ssh_key_type,
+        )

@@ -1,0 +1,99 @@
+"""`python -m localcluster.apiserver --port PORT --dir DIR [--data-dir D] [--fault-rate F]`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from localcluster.apiserver.faults import FaultInjector
+from localcluster.apiserver.server import APIServer, APIServerConfig
+
+
+class _JsonFormatter(logging.Formatter):
+    _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": self.formatTime(record),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        entry.update({k: v for k, v in record.__dict__.items() if k not in self._RESERVED})
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+@click.command()
+@click.option(
+    "--port", type=int, default=6443, show_default=True, help="HTTPS port; 0 picks a free one."
+)
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path),
+    default=Path(".vcjob"),
+    show_default=True,
+    help="Where the kubeconfig, port file and certificates go.",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Persist objects to SQLite here (default: in memory).",
+)
+@click.option(
+    "--fault-rate",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="Share of API requests that fail or hang (env VCJOB_FAULT_RATE).",
+)
+@click.option("--fault-seed", type=int, default=None, help="Seed for reproducible fault injection.")
+@click.option(
+    "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
+)
+def main(
+    port: int,
+    directory: Path,
+    data_dir: Path | None,
+    fault_rate: float | None,
+    fault_seed: int | None,
+    log_format: str,
+) -> None:
+    """Serve the Kubernetes API over HTTPS on 127.0.0.1 and write DIR/kubeconfig once ready.
+
+    Any bearer token is accepted and every request is authorized.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    try:
+        rate = fault_rate if fault_rate is not None else FaultInjector.rate_from_env()
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="VCJOB_FAULT_RATE") from exc
+    config = APIServerConfig(
+        directory=directory,
+        port=port,
+        data_dir=data_dir,
+        fault_rate=rate,
+        fault_seed=fault_seed,
+    )
+    try:
+        server = APIServer(config)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from exc
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Object metadata rules shared by every type: names, labels, generation, timestamps."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+import string
+from typing import Any
+
+from shared.fielderrors import FieldError, Path
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+LABEL_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1035_MESSAGE = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+
+# Resources whose names are DNS-1123 labels or DNS-1035 labels rather than subdomains.
+LABEL_NAMED = frozenset({("", "namespaces")})
+DNS1035_NAMED = frozenset({("", "services")})
+# Resources whose names only need to be valid path segments (RBAC allows `system:foo`).
+PATH_SEGMENT_NAMED = frozenset(
+    {
+        ("rbac.authorization.k8s.io", "roles"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        ("rbac.authorization.k8s.io", "clusterrolebindings"),
+    }
+)
+
+
+def now_rfc3339(offset_seconds: int = 0) -> str:
+    moment = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=offset_seconds)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generate_suffix() -> str:
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    return "".join(secrets.choice(alphabet) for _ in range(5))
+
+
+def random_uid() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+def validate_name(group: str, plural: str, name: str) -> list[FieldError]:
+    path = Path.of("metadata", "name")
+    if not name:
+        return [FieldError.required(path, "name or generateName is required")]
+    if (group, plural) in PATH_SEGMENT_NAMED:
+        if name in (".", "..") or "/" in name or "%" in name:
+            return [FieldError.invalid(path, name, "may not contain '/' or '%'")]
+        return []
+    if (group, plural) in LABEL_NAMED:
+        if len(name) > 63:
+            return [FieldError.invalid(path, name, "must be no more than 63 characters")]
+        return [] if _LABEL.match(name) else [FieldError.invalid(path, name, LABEL_MESSAGE)]
+    if (group, plural) in DNS1035_NAMED:
+        if len(name) > 63:
+            return [FieldError.invalid(path, name, "must be no more than 63 characters")]
+        return [] if _DNS1035.match(name) else [FieldError.invalid(path, name, DNS1035_MESSAGE)]
+    if len(name) > 253:
+        return [FieldError.invalid(path, name, "must be no more than 253 characters")]
+    return [] if _SUBDOMAIN.match(name) else [FieldError.invalid(path, name, SUBDOMAIN_MESSAGE)]
+
+
+def _validate_qualified_key(path: Path, key: str) -> list[FieldError]:
+    prefix, _, name = key.rpartition("/")
+    problems: list[FieldError] = []
+    if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
+        problems.append(FieldError.invalid(path, key, "prefix part " + SUBDOMAIN_MESSAGE))
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        problems.append(
+            FieldError.invalid(
+                path,
+                key,
+                "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+                "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+                "'123-abc', regex used for validation is "
+                "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            )
+        )
+    return problems
+
+
+def validate_metadata(meta: dict[str, Any]) -> list[FieldError]:
+    problems: list[FieldError] = []
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, dict):
+        return [FieldError.invalid(Path.of("metadata", "labels"), labels, "must be a map")]
+    for key, value in labels.items():
+        path = Path.of("metadata", "labels")
+        problems.extend(_validate_qualified_key(path, str(key)))
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            problems.append(
+                FieldError.invalid(
+                    path,
+                    value,
+                    "a valid label must be an empty string or consist of alphanumeric "
+                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                    "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+                    "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                )
+            )
+    annotations = meta.get("annotations") or {}
+    if isinstance(annotations, dict):
+        for key, value in annotations.items():
+            problems.extend(_validate_qualified_key(Path.of("metadata", "annotations"), str(key)))
+            if not isinstance(value, str):
+                problems.append(
+                    FieldError.invalid(
+                        Path.of("metadata", "annotations"), value, "must be a string"
+                    )
+                )
+    return problems
+
+
+def spec_content(obj: dict[str, Any]) -> dict[str, Any]:
+    """Everything but metadata and status: what `metadata.generation` tracks."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+ALNUM = string.ascii_lowercase + string.digits

@@ -1,0 +1,83 @@
+"""Structured logs for every vcjob process: one JSON object per line by default, or text.
+
+Fields: `ts` (UTC, RFC 3339), `level`, `logger`, `msg`, plus whatever the caller passed in
+`extra=` (job, namespace, uid, admission_uid, …). uvicorn's loggers are routed through the same
+handler so a process writes one format only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import sys
+from typing import Any, Final, Literal, TextIO
+
+# Attributes every LogRecord has; anything else on a record came from `extra=`.
+_STANDARD: Final = frozenset(vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "taskName",
+    "color_message",  # uvicorn's ANSI-coloured copy of msg
+}
+_ROUTED_LOGGERS: Final = ("uvicorn", "uvicorn.error", "uvicorn.access", "kubernetes", "urllib3")
+
+
+def _extras(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        entry.update(_extras(record))
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+class TextFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        return dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds")
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        extras = _extras(record)
+        if extras:
+            text += " " + " ".join(f"{k}={v}" for k, v in extras.items())
+        return text
+
+
+def configure_logging(
+    level: str | int = "info",
+    fmt: Literal["json", "text"] | str = "json",
+    stream: TextIO | None = None,
+) -> None:
+    """Send every log record (ours, uvicorn's, the kubernetes client's) to one handler."""
+    if fmt not in ("json", "text"):
+        raise ValueError(f"log format must be json or text, not {fmt!r}")
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper() if isinstance(level, str) else level)
+    for name in _ROUTED_LOGGERS:
+        routed = logging.getLogger(name)
+        routed.handlers.clear()
+        routed.propagate = True
+    # The client libraries are chatty at debug level; keep them at warning unless asked.
+    if root.level > logging.DEBUG:
+        logging.getLogger("urllib3").setLevel(logging.WARNING)
+        logging.getLogger("kubernetes").setLevel(logging.WARNING)

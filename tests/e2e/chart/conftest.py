@@ -1,0 +1,52 @@
+"""Fixtures for the chart's end-to-end tests: the pinned helm against a local cluster."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from localcluster.testing import LocalCluster, running_cluster, tools_env
+from localcluster.tools import tool_path
+
+Helm = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """An API server alone: no webhook, controller or simulator (chart pods never run here)."""
+    with running_cluster(
+        tmp_path_factory.mktemp("cluster"), simulator=False, webhook=False, controller=False
+    ) as local:
+        yield local
+
+
+@pytest.fixture
+def helm(cluster: LocalCluster, tmp_path: Path) -> Helm:
+    """Run the pinned helm against `cluster`, with its caches and config in tmp_path."""
+    binary = tool_path("helm")
+    if binary is None:
+        raise RuntimeError("helm is not installed: run `make tools`")
+    home = tmp_path / "helm-home"
+    env = tools_env()
+    env.update(
+        {
+            "KUBECONFIG": str(cluster.kubeconfig),
+            "HOME": str(home),
+            "HELM_CACHE_HOME": str(home / "cache"),
+            "HELM_CONFIG_HOME": str(home / "config"),
+            "HELM_DATA_HOME": str(home / "data"),
+        }
+    )
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [str(binary), *args], capture_output=True, text=True, env=env, timeout=120, check=False
+        )
+        if check and result.returncode != 0:
+            pytest.fail(f"helm {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
+        return result
+
+    return run

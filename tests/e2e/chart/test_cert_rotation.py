@@ -1,0 +1,203 @@
+"""Certificate rotation under load: the real `vcjob webhook` process serves AdmissionReviews over
+TLS while its certificate files are replaced by a new pair from the same CA. No request may fail,
+and new connections must get the new certificate."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from cryptography import x509
+
+from localcluster.testing import free_port
+from shared import certgen
+from shared.labels import VALIDATE_PATH
+from webhook.selfcerts import write_atomically
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+HOSTS = ["127.0.0.1", "localhost"]
+LOAD_SECONDS = 5.0
+THREADS = 2
+STARTUP_TIMEOUT = 30.0
+RELOAD_INTERVAL = 0.2
+
+REVIEW = {
+    "apiVersion": "admission.k8s.io/v1",
+    "kind": "AdmissionReview",
+    "request": {
+        "uid": "rotation",
+        "kind": {"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"},
+        "resource": {"group": "batch.volcano.sh", "version": "v1alpha1", "resource": "jobs"},
+        "operation": "CREATE",
+        "namespace": "default",
+        "name": "demo",
+        "userInfo": {"username": "tester"},
+        "object": {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "demo", "namespace": "default"},
+            "spec": {
+                "minAvailable": 1,
+                "schedulerName": "volcano",
+                "queue": "default",
+                "tasks": [
+                    {
+                        "name": "worker",
+                        "replicas": 1,
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [{"name": "main", "image": "busybox"}],
+                            }
+                        },
+                    }
+                ],
+            },
+        },
+    },
+}
+
+
+@dataclass
+class Webhook:
+    url: str
+    port: int
+    ca_file: Path
+    cert_file: Path
+    key_file: Path
+    log_file: Path
+    process: subprocess.Popen[bytes] = field(repr=False)
+
+
+def vcjob_command() -> list[str]:
+    script = Path(sys.executable).with_name("vcjob")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from shared.cli import main; sys.exit(main())"]
+
+
+@pytest.fixture
+def webhook(tmp_path: Path) -> Iterator[Webhook]:
+    ca = certgen.issue_ca()
+    serving = certgen.issue_serving(ca, HOSTS)
+    cert_file, key_file, ca_file = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.crt"
+    ca_file.write_bytes(ca.cert_pem)
+    cert_file.write_bytes(serving.cert_pem)
+    key_file.write_bytes(serving.key_pem)
+    (tmp_path / "ca.key").write_bytes(ca.key_pem)
+    port, health = free_port(), free_port()
+    log_file = tmp_path / "webhook.log"
+    argv = [
+        *vcjob_command(),
+        "webhook",
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--health-port", str(health),
+        "--metrics-port", str(free_port()),
+        "--tls-cert-file", str(cert_file),
+        "--tls-private-key-file", str(key_file),
+        "--queue-check", "off",
+        "--cert-reload-interval", str(RELOAD_INTERVAL),
+        "--shutdown-delay", "0",
+        "--log-format", "text",
+    ]  # fmt: skip
+    with log_file.open("wb") as log:
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    server = Webhook(
+        f"https://127.0.0.1:{port}", port, ca_file, cert_file, key_file, log_file, process
+    )
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            assert process.poll() is None, f"webhook exited:\n{log_file.read_text()}"
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{health}/readyz", timeout=1).status_code == 200:
+                    break
+            assert time.monotonic() < deadline, f"webhook not ready:\n{log_file.read_text()}"
+            time.sleep(0.1)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+
+
+def served_certificate(server: Webhook) -> x509.Certificate:
+    context = ssl.create_default_context(cafile=str(server.ca_file))
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der)
+
+
+def test_rotating_certificate_files_fails_no_request(webhook: Webhook, tmp_path: Path) -> None:
+    original = served_certificate(webhook)
+    failures: list[str] = []
+    answered = [0] * THREADS
+    stop = threading.Event()
+    body = json.dumps(REVIEW).encode()
+
+    def load(slot: int) -> None:
+        while not stop.is_set():
+            # A new client every few requests: handshakes happen throughout the rotation.
+            with httpx.Client(verify=str(webhook.ca_file), timeout=5) as client:
+                for _ in range(5):
+                    try:
+                        response = client.post(
+                            webhook.url + VALIDATE_PATH,
+                            content=body,
+                            headers={"Content-Type": "application/json"},
+                        )
+                        review = response.json()
+                        if response.status_code != 200 or review["response"]["uid"] != "rotation":
+                            failures.append(f"{response.status_code}: {response.text[:200]}")
+                        else:
+                            answered[slot] += 1
+                    except (httpx.HTTPError, ValueError, KeyError) as err:
+                        failures.append(repr(err))
+
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(LOAD_SECONDS / 2)
+        ca = certgen.KeyPair(webhook.ca_file.read_bytes(), (tmp_path / "ca.key").read_bytes())
+        renewed = certgen.issue_serving(ca, HOSTS)
+        # What self mode does: atomic replacement, key first and certificate last.
+        write_atomically(webhook.key_file, renewed.key_pem, mode=0o600)
+        write_atomically(webhook.cert_file, renewed.cert_pem, mode=0o644)
+        time.sleep(LOAD_SECONDS / 2)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(15)
+
+    assert not failures, f"{len(failures)} failed requests, e.g. {failures[:3]}"
+    assert all(count > 0 for count in answered), answered
+    deadline = time.monotonic() + 10
+    while served_certificate(webhook).serial_number == original.serial_number:
+        assert time.monotonic() < deadline, "the new certificate was never served"
+        time.sleep(RELOAD_INTERVAL)
+    assert served_certificate(webhook).serial_number == renewed.certificate.serial_number
+    assert webhook.process.poll() is None
+    assert "Traceback" not in webhook.log_file.read_text(errors="replace")

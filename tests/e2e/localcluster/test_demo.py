@@ -1,0 +1,28 @@
+"""`make demo` end to end: a job completes and an invalid one is denied by the webhook."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from localcluster.testing import tools_env
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def test_demo_runs_a_job_to_completion_and_shows_a_denial(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "localcluster.demo", "--dir", str(tmp_path / "demo")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=tools_env(),
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "condition met" in result.stdout
+    assert 'admission webhook "validatejob.vcjob.volcano.sh" denied the request' in result.stdout
+    assert "demo finished" in result.stdout

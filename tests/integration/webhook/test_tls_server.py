@@ -1,0 +1,274 @@
+"""The webhook as the API server meets it: a real uvicorn process over TLS, driven by httpx and
+curl; certificate rotation under load; graceful shutdown."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from cryptography import x509
+
+from shared import certgen, labels
+
+# The fixture's process handle (conftest.WebhookProcess): url, ports, ca, logs, proc.
+WebhookProcess = Any
+StartWebhook = Callable[..., Any]
+
+
+def job(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "demo", "namespace": "ns"},
+        "spec": {
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": 2,
+                    "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def _with_replicas(replicas: Any) -> dict[str, Any]:
+    raw = job()
+    raw["spec"]["tasks"][0]["replicas"] = replicas
+    return raw
+
+
+def review(obj: Any, operation: str = "CREATE") -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "3a1c-uid",
+            "resource": {"group": "batch.volcano.sh", "version": "v1alpha1", "resource": "jobs"},
+            "operation": operation,
+            "object": obj,
+        },
+    }
+
+
+def curl(webhook: WebhookProcess, path: str, body_file: Path) -> tuple[int, Any]:
+    exe = shutil.which("curl")
+    assert exe, "curl is needed on PATH for the wire tests"
+    result = subprocess.run(
+        [
+            exe, "-sS", "--max-time", "10", "--cacert", webhook.ca,
+            f"https://127.0.0.1:{webhook.ports['webhook']}{path}",
+            "-H", "Content-Type: application/json", "-d", f"@{body_file}",
+            "-w", "\n%{http_code}",
+        ],
+        capture_output=True, text=True, timeout=20, check=True,
+    )  # fmt: skip
+    body, _, code = result.stdout.rpartition("\n")
+    return int(code), json.loads(body)
+
+
+CURL_CASES = [
+    pytest.param(review(job()), 200, True, "", id="valid"),
+    pytest.param(
+        review(job(minAvailable=3)),
+        200,
+        False,
+        "spec.minAvailable: Invalid value: 3: must be less than or equal to the total replicas "
+        "of all tasks (2)",
+        id="invalid",
+    ),
+    pytest.param(
+        review(_with_replicas("two")),
+        200,
+        False,
+        'spec.tasks[0].replicas: Invalid value: "two": must be an integer',
+        id="garbage-object",
+    ),
+    pytest.param({"hello": "world"}, 400, None, "request is missing", id="not-a-review"),
+]
+
+
+@pytest.mark.parametrize(("body", "code", "allowed", "message"), CURL_CASES)
+def test_curl_against_the_tls_endpoint(
+    webhook: WebhookProcess,
+    tmp_path: Path,
+    body: dict[str, Any],
+    code: int,
+    allowed: bool | None,
+    message: str,
+) -> None:
+    body_file = tmp_path / "review.json"
+    body_file.write_text(json.dumps(body))
+    status, answer = curl(webhook, labels.VALIDATE_PATH, body_file)
+    assert status == code
+    if allowed is None:
+        assert message in answer["error"]
+        return
+    assert answer["response"]["uid"] == "3a1c-uid"
+    assert answer["response"]["allowed"] is allowed
+    if message:
+        assert answer["response"]["status"]["message"] == message
+
+
+def test_httpx_with_the_ca_mutates_validates_and_reports(webhook: WebhookProcess) -> None:
+    with httpx.Client(verify=ssl.create_default_context(cafile=webhook.ca), timeout=10) as client:
+        mutated = client.post(webhook.url + labels.MUTATE_PATH, json=review(job())).json()
+        patch = json.loads(base64.b64decode(mutated["response"]["patch"]))
+        assert {"op": "add", "path": "/spec/schedulerName", "value": "kube-batch"} in patch
+        validated = client.post(webhook.url + labels.VALIDATE_PATH, json=review(job()))
+        assert validated.json()["response"]["allowed"] is True
+        wrong_type = client.post(
+            webhook.url + labels.VALIDATE_PATH,
+            content=b"{}",
+            headers={"Content-Type": "text/plain"},
+        )
+        assert wrong_type.status_code == 415
+    assert httpx.get(webhook.health_url + "/healthz", timeout=5).status_code == 200
+    assert httpx.get(webhook.health_url + "/readyz", timeout=5).status_code == 200
+    metrics = httpx.get(webhook.metrics_url + "/metrics", timeout=5).text
+    assert (
+        f'controller_runtime_webhook_requests_total{{code="415",webhook="{labels.VALIDATE_PATH}"}}'
+        in metrics
+    )
+
+
+def test_an_untrusted_client_is_refused(webhook: WebhookProcess) -> None:
+    with pytest.raises(httpx.ConnectError), httpx.Client(timeout=5) as client:
+        client.post(webhook.url + labels.VALIDATE_PATH, json=review(job()))
+
+
+def _served_serial(webhook: WebhookProcess) -> int:
+    context = ssl.create_default_context(cafile=webhook.ca)
+    with (
+        socket.create_connection(("127.0.0.1", webhook.ports["webhook"]), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).serial_number
+
+
+def _request_loop(webhook: WebhookProcess, stop: threading.Event, outcome: dict[str, int]) -> None:
+    """New connections (new handshakes) and kept-alive ones, counting any failure."""
+    context = ssl.create_default_context(cafile=webhook.ca)
+    body = review(job())
+    with httpx.Client(verify=context, timeout=10) as kept_alive:
+        while not stop.is_set():
+            for client in (kept_alive, None):
+                try:
+                    if client is None:
+                        with httpx.Client(verify=context, timeout=10) as fresh:
+                            response = fresh.post(webhook.url + labels.VALIDATE_PATH, json=body)
+                    else:
+                        response = client.post(webhook.url + labels.VALIDATE_PATH, json=body)
+                    ok = response.status_code == 200 and response.json()["response"]["allowed"]
+                    outcome["ok" if ok else "failed"] += 1
+                except httpx.HTTPError:
+                    outcome["failed"] += 1
+
+
+def _rotate_and_check(webhook: WebhookProcess, replace: Callable[[certgen.KeyPair], None]) -> None:
+    ca = certgen.KeyPair(
+        (webhook.cert_dir / "ca.crt").read_bytes(), (webhook.cert_dir / "ca.key").read_bytes()
+    )
+    before = _served_serial(webhook)
+    stop = threading.Event()
+    outcome = {"ok": 0, "failed": 0}
+    loop = threading.Thread(target=_request_loop, args=(webhook, stop, outcome))
+    loop.start()
+    try:
+        time.sleep(0.5)
+        new_pair = certgen.issue_serving(ca, ["127.0.0.1", "localhost"])
+        replace(new_pair)
+        new_serial = x509.load_pem_x509_certificate(new_pair.cert_pem).serial_number
+        deadline = time.monotonic() + 10
+        while _served_serial(webhook) != new_serial:
+            assert time.monotonic() < deadline, "the new certificate was never served"
+            time.sleep(0.1)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        loop.join(timeout=20)
+    assert before != new_serial
+    assert outcome["failed"] == 0, outcome
+    assert outcome["ok"] > 10, outcome
+
+
+def _certs_with_ca_key(tmp_path: Path) -> Path:
+    """A CA whose key the test keeps, to sign the rotated serving certificate."""
+    bundle = certgen.issue(["127.0.0.1", "localhost"])
+    out = tmp_path / "pki"
+    certgen.write_bundle(bundle, out)
+    (out / "ca.key").write_bytes(bundle.ca.key_pem)
+    return out
+
+
+def test_certificate_files_replaced_under_load(start_webhook: StartWebhook, tmp_path: Path) -> None:
+    certs = _certs_with_ca_key(tmp_path)
+    webhook = start_webhook(cert_dir=certs)
+
+    def replace(pair: certgen.KeyPair) -> None:
+        # Written in place, one file after the other, as a careless rotation would.
+        (certs / "tls.crt").write_bytes(pair.cert_pem)
+        time.sleep(0.3)
+        (certs / "tls.key").write_bytes(pair.key_pem)
+
+    _rotate_and_check(webhook, replace)
+
+
+def test_kubernetes_secret_symlink_swap_under_load(
+    start_webhook: StartWebhook, tmp_path: Path
+) -> None:
+    source = _certs_with_ca_key(tmp_path)
+    # The layout of a Secret volume: files are symlinks through `..data` to a timestamped folder.
+    mount = tmp_path / "secret"
+    first = mount / "..2026_11_22_00_00_00.1"
+    first.mkdir(parents=True)
+    for name in ("tls.crt", "tls.key"):
+        shutil.copy(source / name, first / name)
+    (mount / "..data").symlink_to(first.name)
+    for name in ("tls.crt", "tls.key"):
+        (mount / name).symlink_to(f"..data/{name}")
+    shutil.copy(source / "ca.crt", mount / "ca.crt")
+    shutil.copy(source / "ca.key", mount / "ca.key")
+    webhook = start_webhook(cert_dir=mount)
+
+    def replace(pair: certgen.KeyPair) -> None:
+        second = mount / "..2026_11_22_00_10_00.2"
+        second.mkdir()
+        (second / "tls.crt").write_bytes(pair.cert_pem)
+        (second / "tls.key").write_bytes(pair.key_pem)
+        (mount / "..data_tmp").symlink_to(second.name)
+        os.replace(mount / "..data_tmp", mount / "..data")
+        shutil.rmtree(first)
+
+    _rotate_and_check(webhook, replace)
+
+
+def test_sigterm_drops_readiness_keeps_serving_then_exits(start_webhook: StartWebhook) -> None:
+    webhook = start_webhook("--shutdown-delay", "2")
+    context = ssl.create_default_context(cafile=webhook.ca)
+    assert httpx.get(webhook.health_url + "/readyz", timeout=5).status_code == 200
+    webhook.terminate()
+    deadline = time.monotonic() + 5
+    while httpx.get(webhook.health_url + "/readyz", timeout=5).status_code != 503:
+        assert time.monotonic() < deadline, "readiness never dropped"
+        time.sleep(0.05)
+    with httpx.Client(verify=context, timeout=5) as client:
+        response = client.post(webhook.url + labels.VALIDATE_PATH, json=review(job()))
+    assert response.json()["response"]["allowed"] is True
+    assert webhook.proc.wait(timeout=15) == 0
+    assert any(e.get("msg") == "webhook stopped" for e in webhook.logs)

@@ -1,0 +1,688 @@
+"""The Helm chart, rendered by the real helm: lint, Kubernetes schemas, the values schema, fail
+guards, and the properties the install relies on (scoping, RBAC, security, certificates)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from localcluster.tools import PROJECT_ROOT, tool_path
+
+CHART = PROJECT_ROOT / "charts" / "vcjob"
+NAMESPACE = "vcjob-system"
+KUBERNETES_VERSION = "1.31.0"
+EXTERNAL = (
+    "certs.mode=external",
+    "certs.secretName=my-webhook-tls",
+    "certs.external.caBundle=TUlJQ2FCQ0NBZytnQXdJQkFnSVVjYQ==",
+)
+CERT_MANAGER = ("certs.mode=certManager",)
+MODES = {"self": (), "certManager": CERT_MANAGER, "external": EXTERNAL}
+
+Doc = dict[str, Any]
+
+
+def helm_template(*sets: str, namespace: str = NAMESPACE) -> subprocess.CompletedProcess[str]:
+    helm = tool_path("helm")
+    assert helm is not None, "helm is not installed: run `make tools`"
+    argv = [str(helm), "template", "vcjob", str(CHART), "--namespace", namespace]
+    for item in sets:
+        argv += ["--set", item]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+
+@functools.cache
+def render(*sets: str, namespace: str = NAMESPACE) -> tuple[Doc, ...]:
+    result = helm_template(*sets, namespace=namespace)
+    assert result.returncode == 0, result.stderr
+    return tuple(d for d in yaml.safe_load_all(result.stdout) if d)
+
+
+def render_error(*sets: str) -> str:
+    result = helm_template(*sets)
+    assert result.returncode != 0, f"helm template accepted {sets}"
+    return result.stderr
+
+
+def find(docs: tuple[Doc, ...], kind: str, name: str | None = None) -> list[Doc]:
+    return [
+        d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
+    ]
+
+
+def one(docs: tuple[Doc, ...], kind: str, name: str) -> Doc:
+    found = find(docs, kind, name)
+    assert len(found) == 1, f"expected one {kind} {name}, found {len(found)}"
+    return found[0]
+
+
+def container(docs: tuple[Doc, ...], deployment: str) -> Doc:
+    spec = one(docs, "Deployment", deployment)["spec"]["template"]["spec"]
+    assert len(spec["containers"]) == 1
+    return dict(spec["containers"][0])
+
+
+def arg_value(args: list[str], flag: str) -> str:
+    assert flag in args, f"{flag} missing from {args}"
+    return args[args.index(flag) + 1]
+
+
+# ----- lint and schemas -------------------------------------------------------------------------
+
+
+def test_helm_lint_is_clean() -> None:
+    helm = tool_path("helm")
+    assert helm is not None
+    result = subprocess.run(
+        [str(helm), "lint", "--strict", str(CHART), "--namespace", NAMESPACE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def crd_schemas() -> dict[tuple[str, str], Doc]:
+    """(apiVersion, kind) -> openAPIV3Schema of the chart's own CRDs."""
+    schemas = {}
+    for path in sorted((CHART / "files" / "crds").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        for version in crd["spec"]["versions"]:
+            key = (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])
+            schemas[key] = version["schema"]["openAPIV3Schema"]
+    return schemas
+
+
+# Foreign custom resources the chart may render; checked structurally (their CRDs are not ours).
+FOREIGN_KINDS = {
+    ("cert-manager.io/v1", "Certificate"): ("spec", "secretName"),
+    ("cert-manager.io/v1", "Issuer"): ("spec",),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): ("spec", "endpoints"),
+}
+
+EVERYTHING_ON = (
+    "networkPolicy.enabled=true",
+    "serviceMonitor.enabled=true",
+    "controller.replicas=2",
+    "controller.disableNetworkPolicy=true",
+)
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        pytest.param(sets, id=mode)
+        for mode, sets in [*MODES.items(), ("everything-on", (*CERT_MANAGER, *EVERYTHING_ON))]
+    ],
+)
+def test_every_manifest_matches_its_schema(sets: tuple[str, ...]) -> None:
+    ours = crd_schemas()
+    docs = render(*sets)
+    assert docs
+    for doc in docs:
+        key = (doc["apiVersion"], doc["kind"])
+        where = f"{doc['kind']} {doc['metadata']['name']}"
+        if key in ours:
+            jsonschema.validate(doc, ours[key])
+        elif key in FOREIGN_KINDS:
+            node: Any = doc
+            for step in FOREIGN_KINDS[key]:
+                assert step in node, f"{where}: missing {step}"
+                node = node[step]
+        else:
+            try:
+                kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+            except kubernetes_validate.ValidationError as err:
+                pytest.fail(f"{where}: {err.message} at {list(err.path)}")
+
+
+def test_chart_metadata() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert (chart["apiVersion"], chart["name"]) == ("v2", "vcjob")
+    assert chart["version"] == "0.1.0"
+    assert chart["appVersion"] == "0.1.0"
+
+
+def test_values_yaml_satisfies_values_schema() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    jsonschema.validate(yaml.safe_load((CHART / "values.yaml").read_text()), schema)
+
+
+# ----- values.schema.json rejects bad values ----------------------------------------------------
+
+BAD_VALUES = [
+    pytest.param("webhook.replicas=0", "webhook.replicas", id="replicas-below-one"),
+    pytest.param("controller.replicas=3", "controller.replicas", id="controller-above-two"),
+    pytest.param("webhook.replicas=two", "webhook.replicas", id="replicas-not-integer"),
+    pytest.param("certs.mode=manual", "certs.mode", id="unknown-certs-mode"),
+    pytest.param("webhook.failurePolicy.validate=Never", "failurePolicy", id="bad-failure-policy"),
+    pytest.param("webhook.timeoutSeconds=60", "timeoutSeconds", id="timeout-above-30"),
+    pytest.param("webhook.logFormat=xml", "logFormat", id="bad-log-format"),
+    pytest.param("crds.enabled=maybe", "crds.enabled", id="bool-not-bool"),
+    pytest.param("webhok.replicas=2", "webhok", id="unknown-top-level-key"),
+    pytest.param("image.pullPolicy=Sometimes", "pullPolicy", id="bad-pull-policy"),
+]
+
+
+@pytest.mark.parametrize(("setting", "named"), BAD_VALUES)
+def test_values_schema_rejects_bad_values(setting: str, named: str) -> None:
+    stderr = render_error(setting)
+    assert "values don't meet the specifications of the schema" in stderr
+    assert named.split(".")[-1] in stderr
+
+
+# ----- fail guards ------------------------------------------------------------------------------
+
+GUARDS = [
+    pytest.param(
+        ("certs.mode=external", "certs.external.caBundle=QUJD"),
+        "certs.mode=external needs certs.secretName",
+        id="external-without-secret",
+    ),
+    pytest.param(
+        ("certs.mode=external", "certs.secretName=tls"),
+        "certs.mode=external needs certs.external.caBundle",
+        id="external-without-ca-bundle",
+    ),
+    pytest.param(
+        ("certs.external.caBundle=QUJD",),
+        "only used with certs.mode=external",
+        id="ca-bundle-outside-external-mode",
+    ),
+    pytest.param(
+        ("webhook.replicas=1",),
+        "must be below webhook.replicas",
+        id="pdb-would-block-drains",
+    ),
+    pytest.param(
+        ("tests.namespace=vcjob-system",),
+        "is excluded from the webhook",
+        id="test-namespace-excluded",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sets", "message"), GUARDS)
+def test_impossible_combinations_fail_with_a_clear_message(
+    sets: tuple[str, ...], message: str
+) -> None:
+    assert message in render_error(*sets)
+
+
+def test_single_webhook_replica_renders_without_a_pdb() -> None:
+    docs = render("webhook.replicas=1", "webhook.podDisruptionBudget.enabled=false")
+    assert not find(docs, "PodDisruptionBudget")
+
+
+# ----- webhook configurations -------------------------------------------------------------------
+
+CONFIGS = [
+    (
+        "MutatingWebhookConfiguration",
+        "vcjob-mutating-webhook",
+        "mutatejob.vcjob.volcano.sh",
+        "/mutate-batch-volcano-sh-v1alpha1-job",
+        ["CREATE"],
+        "Ignore",
+    ),
+    (
+        "ValidatingWebhookConfiguration",
+        "vcjob-validating-webhook",
+        "validatejob.vcjob.volcano.sh",
+        "/validate-batch-volcano-sh-v1alpha1-job",
+        ["CREATE", "UPDATE"],
+        "Fail",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "webhook", "path", "operations", "policy"), CONFIGS, ids=["mutate", "validate"]
+)
+def test_webhook_configuration_is_scoped_to_jobs_only(
+    kind: str, name: str, webhook: str, path: str, operations: list[str], policy: str
+) -> None:
+    config = one(render(), kind, name)
+    (hook,) = config["webhooks"]
+    assert hook["name"] == webhook
+    assert hook["rules"] == [
+        {
+            "apiGroups": ["batch.volcano.sh"],
+            "apiVersions": ["v1alpha1"],
+            "resources": ["jobs"],
+            "operations": operations,
+            "scope": "Namespaced",
+        }
+    ]
+    assert hook["clientConfig"]["service"] == {
+        "name": "vcjob-webhook",
+        "namespace": NAMESPACE,
+        "path": path,
+        "port": 443,
+    }
+    assert hook["failurePolicy"] == policy
+    assert hook["sideEffects"] == "None"
+    assert hook["admissionReviewVersions"] == ["v1"]
+    assert hook["timeoutSeconds"] == 5
+    assert hook["matchPolicy"] == "Equivalent"
+    assert "caBundle" not in hook["clientConfig"], "self mode: the webhook patches caBundle in"
+
+
+@pytest.mark.parametrize("kind", [c[0] for c in CONFIGS])
+def test_webhooks_skip_the_release_namespace(kind: str) -> None:
+    docs = render("webhook.excludedNamespaces={kube-system}", namespace="vcjob-ops")
+    (hook,) = find(docs, kind)[0]["webhooks"]
+    assert hook["namespaceSelector"] == {
+        "matchExpressions": [
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": ["vcjob-ops", "kube-system"],
+            }
+        ]
+    }
+
+
+def test_failure_policies_are_configurable() -> None:
+    docs = render("webhook.failurePolicy.validate=Ignore", "webhook.failurePolicy.mutate=Fail")
+    assert find(docs, "ValidatingWebhookConfiguration")[0]["webhooks"][0]["failurePolicy"] == (
+        "Ignore"
+    )
+    assert find(docs, "MutatingWebhookConfiguration")[0]["webhooks"][0]["failurePolicy"] == "Fail"
+
+
+# ----- certificate modes ------------------------------------------------------------------------
+
+
+def test_self_mode_precreates_the_secret_and_passes_the_certs_flags() -> None:
+    docs = render()
+    secret = one(docs, "Secret", "vcjob-webhook-tls")
+    assert secret["type"] == "kubernetes.io/tls"
+    args = container(docs, "vcjob-webhook")["args"]
+    assert args[0] == "webhook"
+    assert arg_value(args, "--certs-mode") == "self"
+    assert arg_value(args, "--certs-secret") == "vcjob-webhook-tls"
+    assert arg_value(args, "--certs-namespace") == NAMESPACE
+    assert arg_value(args, "--certs-dir") == "/tmp/certs"
+    assert arg_value(args, "--service-name") == "vcjob-webhook"
+    assert arg_value(args, "--mutating-config") == "vcjob-mutating-webhook"
+    assert arg_value(args, "--validating-config") == "vcjob-validating-webhook"
+    assert "--tls-cert-file" not in args
+    assert not find(docs, "Certificate")
+
+
+def test_external_mode_mounts_the_secret_and_sets_the_ca_bundle() -> None:
+    docs = render(*EXTERNAL)
+    assert not find(docs, "Secret"), "the user owns the Secret in external mode"
+    webhook = container(docs, "vcjob-webhook")
+    assert arg_value(webhook["args"], "--tls-cert-file") == "/etc/vcjob/tls/tls.crt"
+    assert arg_value(webhook["args"], "--tls-private-key-file") == "/etc/vcjob/tls/tls.key"
+    assert "--certs-mode" not in webhook["args"]
+    assert {"name": "tls", "mountPath": "/etc/vcjob/tls", "readOnly": True} in webhook[
+        "volumeMounts"
+    ]
+    volumes = one(docs, "Deployment", "vcjob-webhook")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "tls", "secret": {"secretName": "my-webhook-tls", "defaultMode": 0o440}} in (
+        volumes
+    )
+    for kind, *_ in CONFIGS:
+        hook = find(docs, kind)[0]["webhooks"][0]
+        assert hook["clientConfig"]["caBundle"] == "TUlJQ2FCQ0NBZytnQXdJQkFnSVVjYQ=="
+    # No write access to anything: the webhook only reads queues.
+    role = one(docs, "ClusterRole", "vcjob-webhook")
+    assert [r["resources"] for r in role["rules"]] == [["queues"]]
+    assert not find(docs, "Role", "vcjob-webhook")
+
+
+def test_cert_manager_mode_issues_a_certificate_and_injects_the_ca() -> None:
+    docs = render(*CERT_MANAGER)
+    cert = one(docs, "Certificate", "vcjob-webhook-serving")
+    assert cert["spec"]["secretName"] == "vcjob-webhook-tls"
+    assert cert["spec"]["dnsNames"] == [
+        "vcjob-webhook",
+        f"vcjob-webhook.{NAMESPACE}",
+        f"vcjob-webhook.{NAMESPACE}.svc",
+        f"vcjob-webhook.{NAMESPACE}.svc.cluster.local",
+    ]
+    assert cert["spec"]["issuerRef"]["name"] == "vcjob-ca"
+    assert one(docs, "Issuer", "vcjob-selfsigned")["spec"] == {"selfSigned": {}}
+    assert one(docs, "Certificate", "vcjob-ca")["spec"]["isCA"] is True
+    assert one(docs, "Issuer", "vcjob-ca")["spec"] == {"ca": {"secretName": "vcjob-ca"}}
+    for kind, *_ in CONFIGS:
+        config = find(docs, kind)[0]
+        assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+            f"{NAMESPACE}/vcjob-webhook-serving"
+        )
+        assert "caBundle" not in config["webhooks"][0]["clientConfig"]
+    assert "--tls-cert-file" in container(docs, "vcjob-webhook")["args"]
+
+
+def test_cert_manager_mode_with_a_named_issuer_creates_no_ca() -> None:
+    docs = render(
+        *CERT_MANAGER,
+        "certs.certManager.issuerRef.name=corp-ca",
+        "certs.certManager.issuerRef.kind=ClusterIssuer",
+    )
+    assert not find(docs, "Issuer")
+    (cert,) = find(docs, "Certificate")
+    assert cert["spec"]["issuerRef"] == {
+        "name": "corp-ca",
+        "kind": "ClusterIssuer",
+        "group": "cert-manager.io",
+    }
+
+
+# ----- RBAC -------------------------------------------------------------------------------------
+
+
+def test_webhook_rbac_names_its_secret_and_configurations() -> None:
+    docs = render()
+    role = one(docs, "Role", "vcjob-webhook")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": ["vcjob-webhook-tls"],
+            "verbs": ["get", "update"],
+        }
+    ]
+    rules = one(docs, "ClusterRole", "vcjob-webhook")["rules"]
+    by_resource = {r["resources"][0]: r for r in rules}
+    assert by_resource["mutatingwebhookconfigurations"]["resourceNames"] == [
+        "vcjob-mutating-webhook"
+    ]
+    assert by_resource["validatingwebhookconfigurations"]["resourceNames"] == [
+        "vcjob-validating-webhook"
+    ]
+    for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        assert by_resource[resource]["verbs"] == ["get", "patch"]
+    assert by_resource["queues"]["verbs"] == ["get", "list", "watch"]
+    binding = one(docs, "RoleBinding", "vcjob-webhook")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "vcjob-webhook", "namespace": NAMESPACE}
+    ]
+
+
+def test_no_role_grants_wildcards_or_secret_creation_to_the_webhook() -> None:
+    docs = render(*CERT_MANAGER, *EVERYTHING_ON)
+    for doc in docs:
+        if doc["kind"] not in ("Role", "ClusterRole"):
+            continue
+        for rule in doc["rules"]:
+            assert "*" not in rule["verbs"], doc["metadata"]["name"]
+            assert "*" not in rule["resources"], doc["metadata"]["name"]
+    for rule in one(render(), "Role", "vcjob-webhook")["rules"]:
+        assert "create" not in rule["verbs"]
+
+
+def verbs(role: Doc, group: str, resource: str) -> set[str]:
+    return {
+        verb
+        for rule in role["rules"]
+        if group in rule["apiGroups"] and resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_controller_rbac_covers_what_it_does() -> None:
+    docs = render()
+    role = one(docs, "ClusterRole", "vcjob-controller")
+    assert verbs(role, "batch.volcano.sh", "jobs") >= {"get", "list", "watch", "update", "patch"}
+    assert verbs(role, "batch.volcano.sh", "jobs/status") == {"update", "patch"}
+    assert verbs(role, "", "pods") == {"get", "list", "watch", "create", "delete", "patch"}
+    assert verbs(role, "bus.volcano.sh", "commands") == {"get", "list", "watch", "delete"}
+    assert "create" in verbs(role, "scheduling.volcano.sh", "podgroups")
+    for resource in ("services", "configmaps", "secrets", "persistentvolumeclaims"):
+        assert "create" in verbs(role, "", resource), resource
+    assert "create" in verbs(role, "networking.k8s.io", "networkpolicies")
+    assert verbs(role, "", "events") == {"create", "patch"}
+    assert verbs(role, "scheduling.k8s.io", "priorityclasses") == {"get", "list", "watch"}
+    assert verbs(role, "", "nodes") == {"list", "watch"}
+    leases = one(docs, "Role", "vcjob-controller-leader-election")
+    assert leases["metadata"]["namespace"] == NAMESPACE
+    assert verbs(leases, "coordination.k8s.io", "leases") == {"get", "create", "update"}
+    named = [r for r in leases["rules"] if "resourceNames" in r]
+    assert named == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["vcjob-controller"],
+            "verbs": ["get", "update"],
+        }
+    ]
+
+
+def test_user_roles_aggregate_into_the_builtin_roles() -> None:
+    docs = render()
+    editor = one(docs, "ClusterRole", "vcjob-editor")
+    viewer = one(docs, "ClusterRole", "vcjob-viewer")
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert viewer["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert "create" in verbs(editor, "batch.volcano.sh", "jobs")
+    assert verbs(viewer, "batch.volcano.sh", "jobs") == {"get", "list", "watch"}
+
+
+# ----- Deployments ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("deployment", ["vcjob-webhook", "vcjob-controller"])
+def test_pods_run_locked_down(deployment: str) -> None:
+    docs = render()
+    pod = one(docs, "Deployment", deployment)["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    main = container(docs, deployment)
+    security = main["securityContext"]
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"} in main["env"]
+    assert {"name": "tmp", "mountPath": "/tmp"} in main["volumeMounts"]
+    assert main["image"] == "ghcr.io/vcjob/vcjob:0.1.0"
+    assert main["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert main["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    ports = {p["name"]: p["containerPort"] for p in main["ports"]}
+    assert ports["health"] == 8081
+    assert ports["metrics"] == 8080
+
+
+def test_webhook_deployment_is_highly_available() -> None:
+    docs = render()
+    deployment = one(docs, "Deployment", "vcjob-webhook")
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
+    assert one(docs, "PodDisruptionBudget", "vcjob-webhook")["spec"]["minAvailable"] == 1
+    main = container(docs, "vcjob-webhook")
+    assert {p["name"]: p["containerPort"] for p in main["ports"]}["webhook"] == 9443
+    args = main["args"]
+    assert arg_value(args, "--port") == "9443"
+    assert arg_value(args, "--health-port") == "8081"
+    assert arg_value(args, "--metrics-port") == "8080"
+    assert arg_value(args, "--scheduler-name") == "volcano"
+    assert arg_value(args, "--queue-check") == "on"
+    service = one(docs, "Service", "vcjob-webhook")
+    assert service["spec"]["ports"] == [
+        {"name": "https", "port": 443, "targetPort": "webhook", "protocol": "TCP"}
+    ]
+
+
+def test_scheduler_name_and_gang_schedulers_are_values() -> None:
+    docs = render(
+        "webhook.schedulerName=default-scheduler",
+        "controller.gangSchedulers={volcano,kube-batch}",
+        "webhook.queueCheck=false",
+    )
+    webhook_args = container(docs, "vcjob-webhook")["args"]
+    assert arg_value(webhook_args, "--scheduler-name") == "default-scheduler"
+    assert arg_value(webhook_args, "--queue-check") == "off"
+    controller_args = container(docs, "vcjob-controller")["args"]
+    assert arg_value(controller_args, "--gang-schedulers") == "volcano,kube-batch"
+
+
+def test_gang_scheduling_can_be_turned_off() -> None:
+    result = subprocess.run(
+        [
+            str(tool_path("helm")),
+            "template",
+            "vcjob",
+            str(CHART),
+            "--namespace",
+            NAMESPACE,
+            "--set-json",
+            "controller.gangSchedulers=[]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    docs = tuple(d for d in yaml.safe_load_all(result.stdout) if d)
+    assert arg_value(container(docs, "vcjob-controller")["args"], "--gang-schedulers") == ""
+
+
+def test_controller_runs_with_leader_election() -> None:
+    docs = render()
+    assert one(docs, "Deployment", "vcjob-controller")["spec"]["replicas"] == 1
+    args = container(docs, "vcjob-controller")["args"]
+    assert args[:2] == ["controller", "--leader-elect"]
+    assert arg_value(args, "--lease-namespace") == NAMESPACE
+    assert arg_value(args, "--lease-name") == "vcjob-controller"
+    assert "--elastic" not in args
+    assert arg_value(args, "--gang-schedulers") == "volcano"
+    assert arg_value(args, "--health-port") == "8081"
+    assert arg_value(args, "--metrics-port") == "8080"
+
+
+def test_elastic_autoscaler_is_opt_in() -> None:
+    args = container(
+        render("controller.elastic.enabled=true", "controller.elastic.period=1m"),
+        "vcjob-controller",
+    )["args"]
+    assert "--elastic" in args
+    assert arg_value(args, "--elastic-period") == "1m"
+    assert arg_value(args, "--gpu-resource") == "nvidia.com/gpu"
+    assert "--elastic-dry-run" not in args
+
+
+def test_image_tag_defaults_to_app_version_and_is_overridable() -> None:
+    docs = render("image.repository=registry.example/vcjob", "image.tag=1.2.3")
+    assert container(docs, "vcjob-webhook")["image"] == "registry.example/vcjob:1.2.3"
+    assert container(docs, "vcjob-controller")["image"] == "registry.example/vcjob:1.2.3"
+
+
+def test_changed_settings_roll_the_pods() -> None:
+    def checksum(*sets: str) -> str:
+        deployment = one(render(*sets), "Deployment", "vcjob-webhook")
+        return str(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
+
+    assert checksum() == checksum()
+    assert checksum() != checksum("webhook.timeoutSeconds=7")
+
+
+# ----- CRDs and the default Queue ---------------------------------------------------------------
+
+
+def test_crds_come_from_the_generated_files() -> None:
+    files = sorted((CHART / "files" / "crds").glob("*.yaml"))
+    assert files, (
+        "charts/vcjob/files/crds is empty: run `vcjob crds --write charts/vcjob/files/crds`"
+    )
+    expected = {yaml.safe_load(p.read_text())["metadata"]["name"] for p in files}
+    crds = find(render(), "CustomResourceDefinition")
+    assert {c["metadata"]["name"] for c in crds} == expected
+    for crd in crds:
+        assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+        assert crd["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+        source = yaml.safe_load(
+            (CHART / "files" / "crds" / f"{crd['metadata']['name']}.yaml").read_text()
+        )
+        assert crd["spec"] == source["spec"]
+
+
+def test_crds_can_be_left_to_helm_or_skipped() -> None:
+    for crd in find(render("crds.keep=false"), "CustomResourceDefinition"):
+        assert "helm.sh/resource-policy" not in (crd["metadata"].get("annotations") or {})
+    assert not find(render("crds.enabled=false"), "CustomResourceDefinition")
+
+
+def test_default_queue_is_created_after_the_crds() -> None:
+    queue = one(render(), "Queue", "default")
+    assert queue["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert queue["spec"] == {"weight": 1, "reclaimable": True}
+    assert queue["metadata"]["annotations"]["helm.sh/hook"] == "post-install"
+    assert not find(render("queue.createDefault=false"), "Queue")
+
+
+# ----- optional pieces and helm test ------------------------------------------------------------
+
+
+def test_network_policy_and_service_monitor_are_off_by_default() -> None:
+    docs = render()
+    assert not find(docs, "NetworkPolicy")
+    assert not find(docs, "ServiceMonitor")
+    docs = render(*EVERYTHING_ON)
+    policy = one(docs, "NetworkPolicy", "vcjob-webhook")
+    ingress_ports = [p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]]
+    assert 9443 in ingress_ports
+    assert {m["metadata"]["name"] for m in find(docs, "ServiceMonitor")} == {
+        "vcjob-webhook",
+        "vcjob-controller",
+    }
+
+
+def test_helm_test_pod_expects_the_webhook_denial() -> None:
+    docs = render("tests.image.repository=registry.example/kubectl", "tests.image.tag=v1")
+    pod = one(docs, "Pod", "vcjob-test-admission")
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    (main,) = pod["spec"]["containers"]
+    assert main["image"] == "registry.example/kubectl:v1"
+    script = main["args"][0]
+    assert "kubectl create --dry-run=server -n default" in script
+    assert 'admission webhook "validatejob.vcjob.volcano.sh" denied the request' in script
+    assert "*'is invalid'*spec.minAvailable*)" in script
+    manifest = yaml.safe_load(script.split("<<'MANIFEST'\n", 1)[1].split("MANIFEST", 1)[0])
+    assert manifest["spec"]["minAvailable"] > manifest["spec"]["tasks"][0]["replicas"]
+    role = one(docs, "Role", "vcjob-test-admission")
+    assert role["metadata"]["namespace"] == "default"
+    assert role["rules"][0]["verbs"] == ["create"]
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        pytest.param((), id="defaults"),
+        pytest.param(
+            (
+                "controller.elastic.enabled=true",
+                "controller.elastic.dryRun=true",
+                "controller.disableNetworkPolicy=true",
+                "webhook.queueCheck=false",
+            ),
+            id="everything-set",
+        ),
+    ],
+)
+def test_rendered_arguments_parse_with_the_real_commands(sets: tuple[str, ...]) -> None:
+    """The flags the chart passes are the ones `vcjob webhook` and `vcjob controller` accept."""
+    from controller.cli import controller_command
+    from webhook.cli import webhook_command
+
+    commands = {"webhook": webhook_command, "controller": controller_command}
+    docs = render(*sets)
+    for deployment in ("vcjob-webhook", "vcjob-controller"):
+        name, *args = container(docs, deployment)["args"]
+        with commands[name].make_context(name, list(args)) as context:
+            assert context.params["health_port"] == 8081
+            assert context.params["metrics_port"] == 8080

@@ -1,0 +1,177 @@
+"""Applying a Plan: the contract's order, idempotent creates, the fix-2 guard, one status write."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from controller.apply import Applier, JobGoneError
+from controller.cache import Cache
+from controller.errors import ConflictError, PartialProgressError, TransientError
+from controller.events import EventRecorder
+from controller.kube import JOBS, PODS
+from controller.metrics import Metrics
+from controller.model import EventRecord, ObjectRef, Plan
+
+
+def job_body(uid: str = "job-uid") -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "ns", "uid": uid},
+        "spec": {"tasks": []},
+    }
+
+
+def pod_body(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns", "labels": {"volcano.sh/job-name": "j"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+@pytest.fixture
+def setup(fake_kube: Any) -> Iterator[tuple[Applier, Any, Cache, Metrics, dict[str, Any]]]:
+    cache = Cache()
+    metrics = Metrics()
+    applier = Applier(fake_kube, cache, EventRecorder(fake_kube, "test"), metrics)
+    job = fake_kube.put(JOBS, job_body())
+    cache.upsert("Job", job)
+    yield applier, fake_kube, cache, metrics, job
+    applier.close()
+
+
+def status(phase: str) -> dict[str, Any]:
+    return {"state": {"phase": phase}}
+
+
+def test_steps_run_in_the_contract_order(setup: Any) -> None:
+    applier, kube, _cache, metrics, job = setup
+    kube.put(PODS, pod_body("j-w-1"))
+    kube.objects[("commands", "ns", "j-abortjob-abcde")] = {
+        "metadata": {"name": "j-abortjob-abcde"}
+    }
+    plan = Plan(
+        annotate_out_of_sync=[ObjectRef("v1", "Pod", "ns", "j-w-1")],
+        delete=[ObjectRef("v1", "Pod", "ns", "j-w-1")],
+        create=[pod_body("j-w-0")],
+        status=status("Running"),
+        events=[EventRecord("Normal", "Scaled", "task w scaled")],
+        delete_commands=["j-abortjob-abcde"],
+        delete_job=True,
+    )
+    applier.apply(job, plan)
+    verbs = [(verb, plural) for verb, plural, _ in kube.calls]
+    assert verbs == [
+        ("patch", "pods"),
+        ("delete", "pods"),
+        ("get", "jobs"),  # the fix-2 guard before creating
+        ("create", "pods"),
+        ("status", "jobs"),
+        ("create", "events"),
+        ("delete", "commands"),
+        ("delete", "jobs"),
+    ]
+    assert metrics.pod_creates._value.get() == 1
+    assert metrics.pod_deletes._value.get() == 1
+
+
+def test_created_and_written_objects_are_readable_from_the_cache_at_once(setup: Any) -> None:
+    applier, _kube, cache, _metrics, job = setup
+    applier.apply(job, Plan(create=[pod_body("j-w-0")], status=status("Pending")))
+    assert [p["metadata"]["name"] for p in cache.view("ns/j").pods] == ["j-w-0"]
+    cached_job = cache.job("ns/j")
+    assert cached_job is not None
+    assert cached_job["status"] == status("Pending")
+
+
+def test_already_existing_pods_count_as_created(setup: Any) -> None:
+    applier, kube, _cache, metrics, job = setup
+    kube.put(PODS, pod_body("j-w-0"))
+    result = applier.apply(
+        job, Plan(create=[pod_body("j-w-0"), pod_body("j-w-1")], status=status("Pending"))
+    )
+    assert result.status_written
+    assert kube.names("pods") == ["j-w-0", "j-w-1"]
+    assert metrics.pod_creates._value.get() == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param("deleted", id="job deleted"),
+        pytest.param("replaced", id="job recreated with another uid"),
+        pytest.param("terminating", id="job has a deletionTimestamp"),
+    ],
+)
+def test_nothing_is_created_for_a_job_that_is_gone(setup: Any, change: str) -> None:
+    applier, kube, _cache, _metrics, job = setup
+    key = ("jobs", "ns", "j")
+    if change == "deleted":
+        del kube.objects[key]
+    elif change == "replaced":
+        kube.objects[key]["metadata"]["uid"] = "another-uid"
+    else:
+        kube.objects[key]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    plan = Plan(create=[pod_body("j-w-0")], status=status("Pending"), guard_uid="job-uid")
+    with pytest.raises(JobGoneError):
+        applier.apply(job, plan)
+    assert kube.names("pods") == []
+    assert ("status", "jobs", "j") not in kube.calls
+
+
+def test_a_failed_create_still_tries_the_others_and_skips_the_status(setup: Any) -> None:
+    applier, kube, _cache, _metrics, job = setup
+    kube.failures[("create", "pods")] = [TransientError("boom", 500)]
+    plan = Plan(create=[pod_body(f"j-w-{i}") for i in range(3)], status=status("Pending"))
+    with pytest.raises(PartialProgressError) as raised:
+        applier.apply(job, plan)
+    assert raised.value.progress == 2, "two pods got through: retry soon, without growing backoff"
+    assert len(kube.names("pods")) == 2
+    assert ("status", "jobs", "j") not in kube.calls
+    assert any(o.get("reason") == "FailedCreatePod" for o in _events(kube))
+
+
+def test_a_status_conflict_refreshes_the_cache_and_asks_for_a_replan(setup: Any) -> None:
+    applier, kube, cache, _metrics, job = setup
+    kube.objects[("jobs", "ns", "j")]["spec"]["minAvailable"] = 2
+    kube._bump(kube.objects[("jobs", "ns", "j")])  # somebody else wrote the job
+    with pytest.raises(ConflictError):
+        applier.apply(job, Plan(status=status("Running"), events=[EventRecord("Normal", "X", "y")]))
+    refreshed = cache.job("ns/j")
+    assert refreshed is not None
+    assert refreshed["spec"]["minAvailable"] == 2
+    assert _events(kube) == [], "events only after the status write succeeded"
+
+
+def test_deleting_what_is_already_gone_succeeds(setup: Any) -> None:
+    applier, kube, _cache, _metrics, job = setup
+    applier.apply(
+        job, Plan(delete=[ObjectRef("v1", "Pod", "ns", "j-w-9")], status=status("Pending"))
+    )
+    assert ("status", "jobs", "j") in kube.calls
+
+
+def test_a_uid_precondition_protects_a_recreated_object(setup: Any) -> None:
+    applier, kube, _cache, _metrics, job = setup
+    kube.put(
+        PODS, {**pod_body("j-w-0"), "metadata": {**pod_body("j-w-0")["metadata"], "uid": "new"}}
+    )
+    applier.apply(job, Plan(delete=[ObjectRef("v1", "Pod", "ns", "j-w-0", uid="old")]))
+    assert kube.names("pods") == ["j-w-0"]
+
+
+def test_the_job_spec_patch_comes_before_the_status_write(setup: Any) -> None:
+    applier, kube, _cache, _metrics, job = setup
+    patch = {"spec": {"volumes": [{"mountPath": "/d", "volumeClaimName": "j-pvc-abcde"}]}}
+    result = applier.apply(job, Plan(job_spec_patch=patch, status=status("Pending")))
+    assert result.job["spec"]["volumes"][0]["volumeClaimName"] == "j-pvc-abcde"
+    assert kube.objects[("jobs", "ns", "j")]["status"] == status("Pending")
+
+
+def _events(kube: Any) -> list[dict[str, Any]]:
+    return [o for (plural, _ns, _n), o in kube.objects.items() if plural == "events"]

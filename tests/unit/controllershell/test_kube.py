@@ -1,0 +1,106 @@
+"""API error translation, resource paths, the client-side rate limit and the CLI's Commands."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from controller.cli import build_command, controller_command
+from controller.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    NotFoundError,
+    PermanentError,
+    TransientError,
+)
+from controller.kube import JOBS, LEASES, PODS, PRIORITY_CLASSES, TokenBucket, translate
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "error"),
+    [
+        pytest.param(409, "Conflict", ConflictError, id="409 conflict"),
+        pytest.param(409, "AlreadyExists", AlreadyExistsError, id="409 already exists"),
+        pytest.param(404, "NotFound", NotFoundError, id="404"),
+        pytest.param(500, "InternalError", TransientError, id="500"),
+        pytest.param(503, "ServiceUnavailable", TransientError, id="503"),
+        pytest.param(504, "Timeout", TransientError, id="504"),
+        pytest.param(429, "TooManyRequests", TransientError, id="429"),
+        pytest.param(422, "Invalid", PermanentError, id="422"),
+        pytest.param(400, "BadRequest", PermanentError, id="400"),
+    ],
+)
+def test_api_errors_carry_the_retry_decision(status: int, reason: str, error: type) -> None:
+    translated = translate(status, {"reason": reason, "message": "m"}, "POST /x")
+    assert type(translated) is error
+    assert translated.status == status
+    assert "POST /x" in str(translated)
+
+
+def test_conflicts_are_transient() -> None:
+    assert isinstance(translate(409, {"reason": "Conflict"}, "PUT"), TransientError)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (
+            JOBS.path("ns", "j", "status"),
+            "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/j/status",
+        ),
+        (PODS.path(), "/api/v1/pods"),
+        (PODS.path("ns"), "/api/v1/namespaces/ns/pods"),
+        (
+            LEASES.path("vcjob-system", "l"),
+            "/apis/coordination.k8s.io/v1/namespaces/vcjob-system/leases/l",
+        ),
+        (
+            PRIORITY_CLASSES.path("ignored", "high"),
+            "/apis/scheduling.k8s.io/v1/priorityclasses/high",
+        ),
+    ],
+)
+def test_resource_paths(path: str, expected: str) -> None:
+    assert path == expected
+
+
+def test_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
+    now = [0.0]
+    bucket = TokenBucket(qps=10, burst=3, monotonic=lambda: now[0], sleep=lambda s: None)
+    assert [bucket.reserve() for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert bucket.reserve() == pytest.approx(0.1)
+    now[0] += 1.0
+    assert bucket.reserve() == 0.0
+
+
+def test_suspend_builds_a_command_owned_by_and_targeting_the_job() -> None:
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "ml", "uid": "u-1"},
+    }
+    command = build_command(job, "AbortJob")
+    assert re.fullmatch(r"train-abortjob-[a-z0-9]{5}", command["metadata"]["name"])
+    assert command["apiVersion"] == "bus.volcano.sh/v1alpha1"
+    assert command["action"] == "AbortJob"
+    assert command["metadata"]["ownerReferences"] == [command["target"]]
+    assert command["target"]["uid"] == "u-1"
+    assert command["target"]["kind"] == "Job"
+
+
+def test_every_documented_flag_exists_and_reads_its_environment_variable() -> None:
+    result = CliRunner().invoke(controller_command, ["--help"])
+    assert result.exit_code == 0
+    for flag in [
+        "--kubeconfig", "--workers", "--leader-elect", "--no-leader-elect", "--lease-namespace",
+        "--lease-name", "--gang-schedulers", "--qps", "--burst", "--resync-period",
+        "--health-port", "--metrics-port", "--disable-network-policy", "--ssh-key-type",
+        "--log-level", "--log-format", "--elastic", "--elastic-period", "--elastic-dry-run",
+        "--elastic-max-step", "--gpu-resource",
+    ]:  # fmt: skip
+        assert flag in result.output, flag
+    bad = CliRunner().invoke(controller_command, [], env={"VCJOB_CONTROLLER_WORKERS": "zero"})
+    assert bad.exit_code == 2
+    assert "workers" in bad.output.lower()

@@ -1,0 +1,88 @@
+"""Health and metrics endpoints, and workers waiting for the caches."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter
+
+from controller.clock import ManualClock
+from controller.kube import JOBS
+from controller.model import Plan
+from controller.runner import Controller
+from controller.server import HttpEndpoints
+from controller.settings import Settings
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        body = error.read().decode()
+        error.close()
+        return error.code, body
+
+
+def test_probes_report_their_checks_and_metrics_are_served() -> None:
+    state = {"healthy": True, "ready": False}
+    registry = CollectorRegistry()
+    Counter("volcano_pod_creates_total", "Pods created.", registry=registry).inc(3)
+    endpoints = HttpEndpoints(
+        "127.0.0.1",
+        0,
+        0,
+        lambda: (state["healthy"], "watches stopped: Pod"),
+        lambda: (state["ready"], "caches not synced: Job"),
+        registry,
+    )
+    endpoints.start()
+    try:
+        assert endpoints.health_port and endpoints.metrics_port
+        assert endpoints.health_port != endpoints.metrics_port, "port 0 picks two free ports"
+        assert get(endpoints.health_port, "/healthz") == (200, "ok\n")
+        assert get(endpoints.health_port, "/readyz") == (503, "not ok: caches not synced: Job\n")
+        state["ready"] = True
+        assert get(endpoints.health_port, "/readyz")[0] == 200
+        state["healthy"] = False
+        assert get(endpoints.health_port, "/healthz")[0] == 503
+        code, text = get(endpoints.metrics_port, "/metrics")
+        assert code == 200
+        assert "volcano_pod_creates_total 3.0" in text
+        assert get(endpoints.metrics_port, "/nothing")[0] == 404
+    finally:
+        endpoints.stop()
+
+
+def test_workers_wait_until_every_cache_has_listed(fake_kube: Any) -> None:
+    seen: list[str] = []
+
+    def planner(observed: Any, settings: Any) -> Plan:
+        seen.append(observed.job["metadata"]["name"])
+        return Plan()
+
+    settings = Settings(leader_elect=False, health_port=None, metrics_port=None, workers=1)
+    ctl = Controller(settings, None, reconcile=planner, clock=ManualClock(), kube=fake_kube)  # type: ignore[arg-type]
+    job = fake_kube.put(
+        JOBS, {"kind": "Job", "metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
+    )
+    ctl.cache.upsert("Job", job)
+    worker = threading.Thread(target=ctl._work, args=("w",), daemon=True)
+    worker.start()
+    ctl.queue.add("ns/j")
+    time.sleep(0.3)
+    assert seen == [], "nothing is reconciled before the caches synced"
+    for reflector in ctl.reflectors:
+        reflector._synced.set()
+    deadline = time.monotonic() + 5
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert seen == ["j"]
+    ctl.queue.shutdown()
+    worker.join(timeout=5)
+    ctl.applier.close()
+    ctl.recorder.close()

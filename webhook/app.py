@@ -1,0 +1,234 @@
+"""The webhook's HTTP layer: the admission endpoints, health, and metrics.
+
+Three ASGI apps share one `WebhookState`: the admission app (served over TLS), the health app
+(`/healthz`, `/readyz`) and the metrics app (`/metrics`), each on its own port. The admission
+handlers read the raw body themselves, so FastAPI never answers 422 on their behalf.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_app
+
+from shared import labels
+from webhook import podtemplate, review
+from webhook.review import QUEUE_SKIPPED_WARNING, Answer, Kind, Result
+from webhook.settings import Settings
+from webhook.validation import QueueView
+
+log = logging.getLogger(__name__)
+
+JSON_TYPES: Final = ("application/json",)
+
+
+class QueueCacheLike(QueueView, Protocol):
+    """What the app needs from the Queue cache (webhook.queuecache.QueueCache)."""
+
+    @property
+    def synced(self) -> bool: ...
+
+    @property
+    def crd_installed(self) -> bool: ...
+
+
+@dataclass
+class Metrics:
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        self.requests = Counter(
+            "controller_runtime_webhook_requests_total",
+            "Admission requests by webhook path and HTTP status code.",
+            ["webhook", "code"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "controller_runtime_webhook_latency_seconds",
+            "Time to answer an admission request.",
+            ["webhook"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+            registry=self.registry,
+        )
+        self.admissions = Counter(
+            "vcjob_webhook_admission_total",
+            "Admission outcomes: allowed, denied, or error (the body was not a review).",
+            ["webhook", "result"],
+            registry=self.registry,
+        )
+        self._children: dict[tuple[str, int, str], tuple[Counter, Counter]] = {}
+
+    def count(self, webhook: str, code: int, result: str) -> None:
+        """Count one answer (the labelled children are looked up once, not per request)."""
+        key = (webhook, code, result)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (
+                self.requests.labels(webhook=webhook, code=str(code)),
+                self.admissions.labels(webhook=webhook, result=result),
+            )
+        for child in children:
+            child.inc()
+
+
+@dataclass
+class WebhookState:
+    settings: Settings
+    queue_cache: QueueCacheLike | None
+    metrics: Metrics = field(default_factory=Metrics)
+    shutting_down: threading.Event = field(default_factory=threading.Event)
+    serving: threading.Event = field(default_factory=threading.Event)
+
+    def queue_lookup(self) -> tuple[QueueView | None, str | None]:
+        if not self.settings.queue_check or self.queue_cache is None:
+            return None, None
+        if not self.queue_cache.crd_installed:
+            return None, QUEUE_SKIPPED_WARNING
+        return self.queue_cache, None
+
+    def readiness(self) -> tuple[bool, str]:
+        if self.shutting_down.is_set():
+            return False, "shutting down"
+        if not self.serving.is_set():
+            return False, "the TLS listener is not serving yet"
+        cache = self.queue_cache
+        if self.settings.queue_check and cache is not None and not cache.synced:
+            return False, "the Queue cache has not synced yet"
+        return True, "ok"
+
+
+def _content_type_ok(request: Request) -> bool:
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return media in JSON_TYPES
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None when it is larger than `limit` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+def _json_response(answer: Answer) -> Response:
+    return Response(
+        content=json.dumps(answer.body, separators=(",", ":")).encode(),
+        status_code=answer.status,
+        media_type="application/json",
+    )
+
+
+def _log_answer(kind: Kind, answer: Answer) -> None:
+    extra: dict[str, Any] = {"webhook": kind.value, "code": answer.status}
+    response = answer.body.get("response")
+    if isinstance(response, dict):
+        extra["admission_uid"] = response.get("uid")
+        status = response.get("status")
+        if isinstance(status, dict):
+            extra["denial"] = status.get("message")
+            details = status.get("details")
+            if isinstance(details, dict) and details.get("name"):
+                extra["job"] = details["name"]
+    else:
+        extra["error"] = answer.body.get("error")
+    if answer.result is Result.ALLOWED:
+        log.debug("admission allowed", extra=extra)
+    elif answer.result is Result.DENIED:
+        log.info("admission denied", extra=extra)
+    else:
+        log.warning("not an admission review", extra=extra)
+
+
+def _endpoint(
+    state: WebhookState, kind: Kind, path: str
+) -> Callable[[Request], Awaitable[Response]]:
+    settings = state.settings
+    metrics = state.metrics
+    latency = metrics.latency.labels(webhook=path)
+    limit = settings.max_body_bytes
+
+    async def handle(request: Request) -> Response:
+        started = time.perf_counter()
+        if not _content_type_ok(request):
+            answer = review.error_body(
+                415,
+                "the content type must be application/json, got "
+                f"{request.headers.get('content-type', 'none')!r}",
+            )
+        else:
+            body = await _read_body(request, limit)
+            if body is None:
+                answer = review.error_body(413, f"the body is larger than {limit} bytes")
+            else:
+                answer = review.answer(kind, body, settings, state.queue_lookup)
+        response = _json_response(answer)
+        try:
+            metrics.count(path, answer.status, answer.result.value)
+            latency.observe(time.perf_counter() - started)
+            if answer.result is not Result.ALLOWED or log.isEnabledFor(logging.DEBUG):
+                _log_answer(kind, answer)
+        except Exception:  # bookkeeping must never turn an answer into a 5xx
+            log.exception("admission bookkeeping failed", extra={"webhook": kind.value})
+        return response
+
+    return handle
+
+
+def create_app(settings: Settings, queue_cache: QueueCacheLike | None) -> FastAPI:
+    """The admission app. Its `state.webhook` (a WebhookState) feeds the health and metrics
+    apps made by `create_health_app` and `create_metrics_app`."""
+    podtemplate.warm_up()
+    state = WebhookState(settings, queue_cache)
+    app = FastAPI(
+        title="vcjob admission webhook",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.webhook = state
+    # Plain routes: the handlers read the raw body themselves, so no request model, no
+    # dependency resolution and no automatic 422 stand between the API server and them.
+    for kind, path in ((Kind.MUTATE, labels.MUTATE_PATH), (Kind.VALIDATE, labels.VALIDATE_PATH)):
+        app.add_route(path, _endpoint(state, kind, path), methods=["POST"], include_in_schema=False)
+    return app
+
+
+def webhook_state(app: FastAPI) -> WebhookState:
+    state: WebhookState = app.state.webhook
+    return state
+
+
+def create_health_app(state: WebhookState) -> FastAPI:
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        ready, reason = state.readiness()
+        return JSONResponse(
+            {"status": "ok" if ready else "not ready", "reason": reason},
+            status_code=200 if ready else 503,
+        )
+
+    return app
+
+
+def create_metrics_app(state: WebhookState) -> Callable[..., Awaitable[None]]:
+    metrics_app: Callable[..., Awaitable[None]] = make_asgi_app(state.metrics.registry)
+    return metrics_app

@@ -1,0 +1,186 @@
+"""Defaults applied to a Job on CREATE (admission.md, "Defaults (CREATE)"), in the spec's order.
+
+`default_job` works on a deep copy of the raw object and touches only fields that are absent,
+so the mutation patch is the JSON Patch diff from the raw object to its defaulted form
+(`mutation_patch`, jsonpatch on the parts that differ) and applying the defaults twice changes
+nothing. Values of the wrong type are left alone for the validator to report.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, TypeGuard
+
+import jsonpatch
+
+from shared import labels
+
+FRAMEWORK_PLUGINS: Final = ("tensorflow", "pytorch", "mpi")
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of decoded JSON (dicts, lists, scalars); much cheaper than copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    return value
+
+
+def _absent(container: dict[str, Any], key: str) -> bool:
+    """Absent, null or the empty string (Go's zero value for a string field)."""
+    return container.get(key) in (None, "")
+
+
+def _default_task(task: dict[str, Any], index: int) -> None:
+    if _absent(task, "name"):
+        task["name"] = f"{labels.DEFAULT_TASK_PREFIX}{index}"
+    if task.get("minAvailable") is None:
+        replicas = task.get("replicas", 0)
+        min_replicas = task.get("minReplicas")
+        # A negative count is left for the validator: copying it would only repeat the error.
+        if _is_int(replicas) and replicas >= 0:
+            # An elastic task needs only its minimum to run (elastic.md: minAvailable ≤
+            # minReplicas), so the gang is sized by minReplicas rather than by the current count.
+            if _is_int(min_replicas) and 1 <= min_replicas <= replicas:
+                task["minAvailable"] = min_replicas
+            else:
+                task["minAvailable"] = replicas
+    if task.get("maxRetry") is None:
+        task["maxRetry"] = labels.DEFAULT_MAX_RETRY
+    template = task.get("template")
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    host_network = isinstance(pod_spec, dict) and pod_spec.get("hostNetwork") is True
+    if host_network and isinstance(pod_spec, dict) and _absent(pod_spec, "dnsPolicy"):
+        pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
+def _default_min_available(spec: dict[str, Any]) -> None:
+    current = spec.get("minAvailable")
+    if current is not None and current != 0:
+        return
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list):
+        return
+    values = [t.get("minAvailable") for t in tasks if isinstance(t, dict)]
+    if len(values) != len(tasks) or not all(_is_int(v) and v >= 0 for v in values):
+        return
+    spec["minAvailable"] = sum(values)
+
+
+def _default_plugins(spec: dict[str, Any]) -> None:
+    plugins = spec.get("plugins")
+    if not isinstance(plugins, dict):
+        return
+    if any(p in plugins for p in FRAMEWORK_PLUGINS) and "svc" not in plugins:
+        plugins["svc"] = []
+    if "mpi" in plugins and "ssh" not in plugins:
+        plugins["ssh"] = []
+
+
+def _task_copy(task: Any) -> Any:
+    if not isinstance(task, dict):
+        return task
+    task = dict(task)
+    template = task.get("template")
+    if isinstance(template, dict):
+        template = task["template"] = dict(template)
+        if isinstance(template.get("spec"), dict):
+            template["spec"] = dict(template["spec"])
+    return task
+
+
+def _path_copy(raw: dict[str, Any]) -> dict[str, Any]:
+    """A copy of just the objects defaulting may change (the job, spec, tasks, each task, its
+    template and pod spec, plugins); everything else is shared with `raw`."""
+    job = dict(raw)
+    spec = job.get("spec")
+    if isinstance(spec, dict):
+        spec = job["spec"] = dict(spec)
+        if isinstance(spec.get("tasks"), list):
+            spec["tasks"] = [_task_copy(t) for t in spec["tasks"]]
+        if isinstance(spec.get("plugins"), dict):
+            spec["plugins"] = dict(spec["plugins"])
+    return job
+
+
+def default_job(raw: dict[str, Any], scheduler_name: str) -> dict[str, Any]:
+    """The Job with every CREATE default applied, as a deep copy; `raw` is never modified."""
+    return _apply_defaults(copy_json(raw), scheduler_name)
+
+
+def defaulted_view(raw: dict[str, Any], scheduler_name: str) -> dict[str, Any]:
+    """The same values as `default_job`, sharing the unchanged parts (pod templates' contents,
+    metadata, volumes…) with `raw`: for reading only, and much cheaper on the request path."""
+    return _apply_defaults(_path_copy(raw), scheduler_name)
+
+
+def _apply_defaults(job: dict[str, Any], scheduler_name: str) -> dict[str, Any]:
+    spec = job.get("spec")
+    if not isinstance(spec, dict):
+        return job
+    if _absent(spec, "queue"):
+        spec["queue"] = labels.DEFAULT_QUEUE
+    if _absent(spec, "schedulerName"):
+        spec["schedulerName"] = scheduler_name
+    if spec.get("maxRetry") is None:
+        spec["maxRetry"] = labels.DEFAULT_MAX_RETRY
+    tasks = spec.get("tasks")
+    if isinstance(tasks, list):
+        for index, task in enumerate(tasks):
+            if isinstance(task, dict):
+                _default_task(task, index)
+    _default_min_available(spec)
+    _default_plugins(spec)
+    return job
+
+
+_UNCHANGED: Final = "\u2026unchanged"
+
+
+def _skeletons(old: Any, new: Any) -> tuple[Any, Any]:
+    """`old` and `new` without the subtrees that are equal in both at the same place (dropped
+    from objects; replaced by one placeholder in lists, where positions matter), so the diff
+    only walks what changed. The patch is the same: jsonpatch emits nothing for equal values
+    at equal paths."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        old_out: dict[str, Any] = {}
+        new_out: dict[str, Any] = {}
+        for key, value in old.items():
+            if key in new:
+                if value != new[key]:
+                    old_out[key], new_out[key] = _skeletons(value, new[key])
+            else:
+                old_out[key] = value
+        for key, value in new.items():
+            if key not in old:
+                new_out[key] = value
+        return old_out, new_out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        pairs = [
+            (_UNCHANGED, _UNCHANGED) if a == b else _skeletons(a, b)
+            for a, b in zip(old, new, strict=True)
+        ]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    return old, new
+
+
+def diff(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON Patch from `old` to `new` (jsonpatch's diff), computed on the parts that
+    differ. Without `move` detection: defaults only ever add fields, and skipping the search
+    makes the request path cheaper."""
+    if old == new:
+        return []
+    skeleton_old, skeleton_new = _skeletons(old, new)
+    patch: list[dict[str, Any]] = jsonpatch.JsonPatch.from_diff(
+        skeleton_old, skeleton_new, optimization=False
+    ).patch
+    return patch
+
+
+def mutation_patch(raw: dict[str, Any], scheduler_name: str) -> list[dict[str, Any]]:
+    """The JSON Patch turning `raw` into its defaulted form (empty when nothing changes)."""
+    return diff(raw, defaulted_view(raw, scheduler_name))

@@ -1,0 +1,211 @@
+"""AdmissionReview decoding and answering: bytes in, (HTTP status, JSON body) out.
+
+No I/O and no framework: the HTTP layer only reads the body and writes what this returns, so
+every wire rule of admission.md is testable here and the server can never answer 5xx.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final
+
+from shared import labels
+from shared.fielderrors import FieldError, render
+from webhook.defaulting import mutation_patch
+from webhook.settings import Settings
+from webhook.validation import QueueView, read_job, validate_create, validate_update
+
+log = logging.getLogger(__name__)
+
+ADMISSION_V1: Final = "admission.k8s.io/v1"
+ADMISSION_VERSIONS: Final = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+JOB_RESOURCE: Final = {
+    "group": labels.BATCH_GROUP,
+    "version": labels.BATCH_VERSION,
+    "resource": "jobs",
+}
+QUEUE_SKIPPED_WARNING: Final = (
+    "the queue was not checked: no Queue CRD (queues.scheduling.volcano.sh) is installed"
+)
+
+
+class Kind(StrEnum):
+    MUTATE = "mutate"
+    VALIDATE = "validate"
+
+
+class Result(StrEnum):
+    ALLOWED = "allowed"
+    DENIED = "denied"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What to send back: the HTTP status, the JSON body, and the outcome for metrics."""
+
+    status: int
+    body: dict[str, Any]
+    result: Result
+    warnings: list[str] = field(default_factory=list)
+
+
+# How the validator sees queues: a view (None: skip the check) and a warning to pass on.
+QueueLookup = Callable[[], tuple[QueueView | None, str | None]]
+
+
+def error_body(status: int, message: str) -> Answer:
+    """A non-review answer (400/413/415): a JSON error, never an AdmissionReview."""
+    return Answer(status, {"error": message, "code": status}, Result.ERROR)
+
+
+def _response(review: dict[str, Any], uid: str, response: dict[str, Any], result: Result) -> Answer:
+    version = review.get("apiVersion")
+    body = {
+        "apiVersion": version if version in ADMISSION_VERSIONS else ADMISSION_V1,
+        "kind": "AdmissionReview",
+        "response": {"uid": uid, **response},
+    }
+    return Answer(200, body, result, list(response.get("warnings", [])))
+
+
+def _denial(
+    review: dict[str, Any],
+    uid: str,
+    errors: list[FieldError],
+    request: dict[str, Any],
+    warnings: list[str] | None = None,
+) -> Answer:
+    obj = request.get("object")
+    name = ""
+    if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
+        name = str(obj["metadata"].get("name") or "")
+    status = {
+        "status": "Failure",
+        "code": 422,
+        "reason": "Invalid",
+        "message": render(errors),
+        "details": {
+            "name": name or str(request.get("name") or ""),
+            "group": labels.BATCH_GROUP,
+            "kind": labels.JOB_KIND,
+            "causes": [e.as_cause() for e in errors],
+        },
+    }
+    response: dict[str, Any] = {"allowed": False, "status": status}
+    if warnings:
+        response["warnings"] = warnings
+    return _response(review, uid, response, Result.DENIED)
+
+
+def _refusal(review: dict[str, Any], uid: str, message: str, code: int = 400) -> Answer:
+    """A denial that is not about the object's fields (wrong resource, operation…)."""
+    status = {"status": "Failure", "code": code, "reason": "BadRequest", "message": message}
+    return _response(review, uid, {"allowed": False, "status": status}, Result.DENIED)
+
+
+def _describe_resource(resource: Any) -> str:
+    if not isinstance(resource, dict):
+        return repr(resource)
+    group = resource.get("group") or "core"
+    return f"{group}/{resource.get('version')} {resource.get('resource')}"
+
+
+def _expected_resource(request: dict[str, Any]) -> str | None:
+    resource = request.get("resource")
+    if not isinstance(resource, dict) or any(resource.get(k) != v for k, v in JOB_RESOURCE.items()):
+        return (
+            f"expected resource batch.volcano.sh/v1alpha1 jobs, got {_describe_resource(resource)}"
+        )
+    sub = request.get("subResource")
+    if sub:
+        return f"expected the jobs resource itself, got its subresource {sub!r}"
+    return None
+
+
+def decode(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:
+    """The review, its request and uid; or the 400 answer for a body that is not a review."""
+    try:
+        review = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return error_body(400, f"the body is not JSON: {exc}")
+    if not isinstance(review, dict):
+        return error_body(400, "the body is not an AdmissionReview: expected a JSON object")
+    request = review.get("request")
+    if not isinstance(request, dict):
+        return error_body(400, "the body is not an AdmissionReview: request is missing")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        return error_body(400, "the body is not an AdmissionReview: request.uid is missing")
+    return review, request, uid
+
+
+def mutate(body: bytes, settings: Settings) -> Answer:
+    decoded = decode(body)
+    if isinstance(decoded, Answer):
+        return decoded
+    review, request, uid = decoded
+    if problem := _expected_resource(request):
+        return _refusal(review, uid, problem)
+    operation = request.get("operation")
+    if operation != "CREATE":
+        return _refusal(review, uid, f"expected operation CREATE, got {operation!r}")
+    obj = request.get("object")
+    reading = read_job(obj)
+    if reading.errors or not isinstance(obj, dict):
+        return _denial(review, uid, reading.errors, request)
+    patch = mutation_patch(obj, settings.scheduler_name)
+    response: dict[str, Any] = {"allowed": True}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    return _response(review, uid, response, Result.ALLOWED)
+
+
+def validate(body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
+    decoded = decode(body)
+    if isinstance(decoded, Answer):
+        return decoded
+    review, request, uid = decoded
+    if problem := _expected_resource(request):
+        return _refusal(review, uid, problem)
+    operation = request.get("operation")
+    # From the network: typed Any so the validators' own checks handle non-objects.
+    new: Any = request.get("object")
+    old: Any = request.get("oldObject")
+    warnings: list[str] = []
+    if operation == "CREATE":
+        view, warning = queues()
+        if warning:
+            warnings.append(warning)
+        errors = validate_create(new, view, settings)
+    elif operation == "UPDATE":
+        errors = validate_update(new, old, settings)
+    else:
+        return _refusal(review, uid, f"expected operation CREATE or UPDATE, got {operation!r}")
+    if errors:
+        return _denial(review, uid, errors, request, warnings)
+    response: dict[str, Any] = {"allowed": True}
+    if warnings:
+        response["warnings"] = warnings
+    return _response(review, uid, response, Result.ALLOWED)
+
+
+def answer(kind: Kind, body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
+    """Never raises: an unexpected failure on a readable review is a denial that says so."""
+    try:
+        return mutate(body, settings) if kind is Kind.MUTATE else validate(body, settings, queues)
+    except Exception as exc:
+        log.exception("admission failed", extra={"webhook": kind.value})
+        decoded = decode(body)
+        if isinstance(decoded, Answer):
+            return decoded
+        review, _, uid = decoded
+        return _refusal(
+            review, uid, f"the webhook could not evaluate the request: {type(exc).__name__}", 500
+        )

@@ -1,0 +1,146 @@
+"""Runs the webhook process: the TLS admission server, the health and metrics servers, the
+certificate reloader, and graceful shutdown (readiness drops on SIGTERM, serving continues for a
+few seconds so the endpoints drop the Pod, then the servers stop)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import signal
+from collections.abc import Generator
+from typing import Any
+
+import uvicorn
+
+from webhook.app import (
+    QueueCacheLike,
+    create_app,
+    create_health_app,
+    create_metrics_app,
+    webhook_state,
+)
+from webhook.settings import Settings
+from webhook.tls import CertReloader
+
+log = logging.getLogger(__name__)
+
+GRACEFUL_SHUTDOWN_SECONDS = 10
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to `serve` (one handler for all three)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def _config(app: Any, host: str, port: int, **extra: Any) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        **extra,
+    )
+
+
+def _bound_port(server: uvicorn.Server) -> int | None:
+    for listener in getattr(server, "servers", []):
+        for sock in listener.sockets:
+            port: int = sock.getsockname()[1]
+            return port
+    return None
+
+
+async def serve(settings: Settings, queue_cache: QueueCacheLike | None) -> None:
+    """Serve until SIGTERM/SIGINT; returns once every server has stopped."""
+    if settings.tls_cert_file is None or settings.tls_private_key_file is None:
+        raise ValueError("the webhook needs --tls-cert-file and --tls-private-key-file")
+    app = create_app(settings, queue_cache)
+    state = webhook_state(app)
+    # Everything loaded so far (schemas, modules) lives as long as the process: keep it out of
+    # the garbage collector's generations so collections under load stay short.
+    gc.collect()
+    gc.freeze()
+    reloader = CertReloader(settings.tls_cert_file, settings.tls_private_key_file)
+    servers = {
+        "webhook": _Server(
+            _config(
+                app,
+                settings.host,
+                settings.port,
+                ssl_certfile=str(settings.tls_cert_file),
+                ssl_keyfile=str(settings.tls_private_key_file),
+                ssl_context_factory=reloader.context_factory,
+            )
+        ),
+        "health": _Server(_config(create_health_app(state), settings.host, settings.health_port)),
+        "metrics": _Server(
+            _config(create_metrics_app(state), settings.host, settings.metrics_port)
+        ),
+    }
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def stop_servers() -> None:
+        for server in servers.values():
+            server.should_exit = True
+        stop.set()
+
+    def on_signal(signum: int) -> None:
+        if state.shutting_down.is_set():
+            log.info("second signal; stopping now", extra={"signal": signum})
+            stop_servers()
+            return
+        log.info(
+            "shutting down: not ready, still serving",
+            extra={"signal": signum, "delay_seconds": settings.shutdown_delay},
+        )
+        state.shutting_down.set()
+        loop.call_later(settings.shutdown_delay, stop_servers)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, on_signal, signum)
+
+    async def announce() -> None:
+        while not all(s.started for s in servers.values()):
+            if any(t.done() for t in serving):
+                return
+            await asyncio.sleep(0.02)
+        state.serving.set()
+        log.info(
+            "webhook serving",
+            extra={name: _bound_port(server) for name, server in servers.items()},
+        )
+
+    serving = [asyncio.create_task(s.serve(), name=name) for name, s in servers.items()]
+    helpers = [
+        asyncio.create_task(announce()),
+        asyncio.create_task(reloader.run(settings.cert_reload_interval, stop)),
+    ]
+    try:
+        done, _ = await asyncio.wait(serving, return_when=asyncio.FIRST_COMPLETED)
+        # One server ending (startup failure or shutdown) ends them all.
+        stop_servers()
+        await asyncio.gather(*serving, return_exceptions=True)
+        for task in done:
+            if task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+        if any(s.started is False for s in servers.values()):
+            raise RuntimeError("a webhook listener failed to start (is the port in use?)")
+    finally:
+        stop.set()
+        for helper in helpers:
+            helper.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signum)
+        log.info("webhook stopped")
