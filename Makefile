@@ -39,7 +39,7 @@ bench: install tools
 	$(PY) bench/scale.py
 
 crds: install
-	$(VENV)/bin/vcjob crds --write charts/vcjob/templates/crds
+	$(VENV)/bin/vcjob crds --write charts/vcjob/files/crds
 
 clean:
 	rm -rf $(VENV) .tools .vcjob .mypy_cache .ruff_cache .pytest_cache

@@ -77,6 +77,9 @@ def configure_logging(
         routed = logging.getLogger(name)
         routed.handlers.clear()
         routed.propagate = True
+        # uvicorn's logging setup may have raised levels or disabled loggers: inherit the root's.
+        routed.setLevel(logging.NOTSET)
+        routed.disabled = False
     # The client libraries are chatty at debug level; keep them at warning unless asked.
     if root.level > logging.DEBUG:
         logging.getLogger("urllib3").setLevel(logging.WARNING)

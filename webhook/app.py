@@ -27,7 +27,9 @@ from webhook.validation import QueueView
 
 log = logging.getLogger(__name__)
 
-JSON_TYPES: Final = ("application/json",)
+# `application/x-www-form-urlencoded` is what `curl -d @review.json` sends for a JSON file: the
+# body is still read as JSON, so testing the webhook by hand needs no extra header.
+JSON_TYPES: Final = ("application/json", "application/x-www-form-urlencoded")
 
 
 class QueueCacheLike(QueueView, Protocol):

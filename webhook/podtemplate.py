@@ -301,9 +301,9 @@ def _container_errors(
     container: dict[str, Any],
     path: Path,
     volume_names: set[str] | None,
-    seen_ports: set[str],
 ) -> list[FieldError]:
     errors: list[FieldError] = []
+    seen_ports: set[str] = set()  # port names are unique within a container, as in Kubernetes
     name = container.get("name")
     if isinstance(name, str) and name and (problems := names.dns1123_label(name)):
         errors.append(FieldError.invalid(path.child("name"), name, "; ".join(problems)))
@@ -392,7 +392,6 @@ def _semantic_errors(template: dict[str, Any], base: Path) -> list[FieldError]:
     if isinstance(containers, list) and not containers:
         errors.append(FieldError.required(spec_path.child("containers"), "at least one container"))
     seen_names: set[str] = set()
-    seen_ports: set[str] = set()
     for list_name in CONTAINER_LISTS:
         for j, container in _dicts(spec.get(list_name)):
             where = spec_path.child(list_name).index(j)
@@ -401,7 +400,7 @@ def _semantic_errors(template: dict[str, Any], base: Path) -> list[FieldError]:
                 if name in seen_names:
                     errors.append(FieldError.duplicate(where.child("name"), name))
                 seen_names.add(name)
-            errors.extend(_container_errors(container, where, volume_names, seen_ports))
+            errors.extend(_container_errors(container, where, volume_names))
     restart = spec.get("restartPolicy")
     if isinstance(restart, str) and restart not in RESTART_POLICIES:
         errors.append(

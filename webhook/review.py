@@ -18,7 +18,13 @@ from shared import labels
 from shared.fielderrors import FieldError, render
 from webhook.defaulting import mutation_patch
 from webhook.settings import Settings
-from webhook.validation import QueueView, read_job, validate_create, validate_update
+from webhook.validation import (
+    QueueView,
+    read_job,
+    sort_errors,
+    validate_create,
+    validate_update,
+)
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +140,8 @@ def decode(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:
         review = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         return error_body(400, f"the body is not JSON: {exc}")
+    except RecursionError:
+        return error_body(400, "the body is not an AdmissionReview: JSON nested too deeply")
     if not isinstance(review, dict):
         return error_body(400, "the body is not an AdmissionReview: expected a JSON object")
     request = review.get("request")
@@ -158,7 +166,7 @@ def mutate(body: bytes, settings: Settings) -> Answer:
     obj = request.get("object")
     reading = read_job(obj)
     if reading.errors or not isinstance(obj, dict):
-        return _denial(review, uid, reading.errors, request)
+        return _denial(review, uid, sort_errors(obj, reading.errors), request)
     patch = mutation_patch(obj, settings.scheduler_name)
     response: dict[str, Any] = {"allowed": True}
     if patch:

@@ -996,7 +996,31 @@ def validate_update(
     # A bound the stored job already broke (it was admitted some other way) does not block
     # unrelated updates such as the controller writing a PVC name back: only new problems count.
     errors.extend(e for e in _bound_errors(new_defaulted) if str(e) not in already_wrong)
+    if _has_gang_size(old) and (unset := _gang_size_unset(new)):
+        errors.append(unset)
     return sort_errors(new_defaulted, errors)
+
+
+def _raw_min_available(obj: Any) -> Any:
+    spec = obj.get("spec") if _is_object(obj) else None
+    return spec.get("minAvailable") if isinstance(spec, dict) else None
+
+
+def _has_gang_size(obj: Any) -> bool:
+    value = _raw_min_available(obj)
+    return isinstance(value, int) and value >= 1
+
+
+def _gang_size_unset(new: dict[str, Any]) -> FieldError | None:
+    """Defaulting runs on CREATE only, so an update that clears `spec.minAvailable` or sets it to
+    0 would be stored as is: the gang size must stay at least 1."""
+    where = SPEC.child("minAvailable")
+    value = _raw_min_available(new)
+    if value is None:
+        return FieldError.required(where, "the gang size cannot be removed on update")
+    if value == 0:
+        return FieldError.invalid(where, 0, "must be greater than or equal to 1")
+    return None
 
 
 def _bound_errors(defaulted: dict[str, Any]) -> list[FieldError]:

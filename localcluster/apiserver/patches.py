@@ -43,6 +43,8 @@ MERGE_KEYS: dict[str, str] = {
     "topologySpreadConstraints": "topologyKey",
     "resourceClaims": "name",
     "schedulingGates": "name",
+    "webhooks": "name",  # Mutating/ValidatingWebhookConfiguration
+    "addresses": "type",  # NodeStatus
 }
 # Primitive lists that merge as sets.
 MERGE_PRIMITIVE_LISTS = frozenset({"finalizers"})

@@ -113,15 +113,6 @@ def test_install_upgrade_uninstall(cluster: LocalCluster, helm: Any, tmp_path: P
         assert exists(cluster, "crd", crd), f"{crd} must survive uninstall (crds.keep)"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=KeyError,
-    reason=(
-        "the local API server's strategic merge patch has no merge key for `webhooks` "
-        "(kube-apiserver merges them by `name`), so helm's upgrade patch drops clientConfig; "
-        "localcluster/apiserver/patches.py MERGE_KEYS needs 'webhooks': 'name'"
-    ),
-)
 def test_upgrade_keeps_the_patched_ca_bundle(
     cluster: LocalCluster, helm: Any, tmp_path: Path
 ) -> None:

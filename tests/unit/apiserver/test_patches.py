@@ -112,6 +112,21 @@ STRATEGIC_CASES: list[tuple[str, Any, Any]] = [
 ]
 
 
+def test_webhooks_merge_by_name_and_keep_what_the_patch_leaves_out() -> None:
+    """helm's upgrade patch of a webhook configuration leaves out a caBundle someone else set."""
+    live = {
+        "webhooks": [
+            {"name": "a", "timeoutSeconds": 5, "clientConfig": {"caBundle": "Q0E="}},
+            {"name": "b", "timeoutSeconds": 5},
+        ]
+    }
+    patch = {"webhooks": [{"name": "a", "timeoutSeconds": 9}]}
+    assert patches.strategic_merge(live, patch)["webhooks"] == [
+        {"name": "a", "timeoutSeconds": 9, "clientConfig": {"caBundle": "Q0E="}},
+        {"name": "b", "timeoutSeconds": 5},
+    ]
+
+
 @pytest.mark.parametrize(
     ("patch", "check"), [c[1:] for c in STRATEGIC_CASES], ids=[c[0] for c in STRATEGIC_CASES]
 )

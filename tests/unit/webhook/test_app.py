@@ -211,7 +211,7 @@ async def test_body_over_3_mib_gets_413(client: httpx.AsyncClient) -> None:
     "content_type",
     [
         pytest.param("text/plain", id="text"),
-        pytest.param("application/x-www-form-urlencoded", id="form"),
+        pytest.param("application/xml", id="xml"),
         pytest.param(None, id="missing"),
     ],
 )
@@ -222,6 +222,24 @@ async def test_wrong_content_type_gets_415_volcano_bug_18(
     response = await client.post(VALIDATE, content=json.dumps(review()), headers=headers)
     assert response.status_code == 415
     assert "application/json" in response.json()["error"]
+
+
+async def test_curl_data_file_without_a_content_type_header_is_read_as_json(
+    client: httpx.AsyncClient,
+) -> None:
+    """`curl -d @review.json` labels the body application/x-www-form-urlencoded."""
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    response = await client.post(VALIDATE, content=json.dumps(review()), headers=headers)
+    assert response.status_code == 200
+    assert response.json()["response"]["allowed"] is True
+
+
+async def test_json_nested_too_deeply_gets_400_not_500(client: httpx.AsyncClient) -> None:
+    deep = b"[" * 200_000 + b"]" * 200_000
+    for path in (MUTATE, VALIDATE):
+        response = await client.post(path, content=deep, headers=JSON)
+        assert response.status_code == 400
+        assert "nested too deeply" in response.json()["error"]
 
 
 async def test_json_with_charset_is_accepted(client: httpx.AsyncClient) -> None:

@@ -113,6 +113,12 @@ def test_a_valid_job_passes() -> None:
     assert errors(job()) == []
 
 
+def test_port_names_are_unique_per_container_not_per_pod() -> None:
+    web = [{"containerPort": 80, "name": "web"}]
+    sidecar = container("sidecar", ports=[{"containerPort": 8080, "name": "web"}])
+    assert errors(with_pod({"containers": [container(ports=web), sidecar]})) == []
+
+
 def test_a_job_that_skipped_the_mutating_webhook_is_judged_on_its_defaults() -> None:
     raw = job(task(None, 1), task(None, 1))  # no names, no minAvailable, no queue
     assert errors(raw) == []

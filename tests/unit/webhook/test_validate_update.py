@@ -239,6 +239,16 @@ BOUNDS = [
         id="job-minAvailable-non-negative",
     ),
     pytest.param(
+        lambda j: spec(j).update(minAvailable=0),
+        ["spec.minAvailable: Invalid value: 0: must be greater than or equal to 1"],
+        id="job-minAvailable-zero-is-not-defaulted-on-update",
+    ),
+    pytest.param(
+        lambda j: spec(j).pop("minAvailable"),
+        ["spec.minAvailable: Required value: the gang size cannot be removed on update"],
+        id="job-minAvailable-cannot-be-removed",
+    ),
+    pytest.param(
         lambda j: worker(j).update(replicas=9),
         [
             "spec.tasks[1].replicas: Invalid value: 9: must be between minReplicas (2) and "
