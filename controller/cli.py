@@ -109,7 +109,9 @@ DURATION = DurationParam()
 )
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json")
 @click.option(
-    "--elastic/--no-elastic", default=False, help="Run the elastic autoscaler loop (on the leader)."
+    "--elastic/--no-elastic",
+    default=True,
+    help="Run the elastic autoscaler loop on the leader; it acts only on jobs with elastic tasks.",
 )
 @click.option("--elastic-period", type=DURATION, default="30s", help="Elastic autoscaler period.")
 @click.option(
@@ -122,7 +124,7 @@ DURATION = DurationParam()
     "--elastic-max-step",
     type=click.IntRange(min=1),
     default=1,
-    help="Replicas changed per task per period.",
+    help="Replicas one task gives up per period when scaling down (scale-up fills idle capacity).",
 )
 @click.option(
     "--gpu-resource", default="nvidia.com/gpu", help="Extended resource name counted as GPUs."

@@ -479,6 +479,7 @@ def plan_elastic(
     blocked_keys = {(j.namespace, j.name) for j in blocked}
     minimum_part: dict[tuple[str, str], dict[str, Decimal]] = {}
     extra_part: dict[tuple[str, str], dict[str, Decimal]] = {}
+    unplaced_part: dict[tuple[str, str], dict[str, Decimal]] = {}
     for job in jobs:
         for task in job.tasks:
             task_pods = pods_by_task.get((job.namespace, job.name, task.name), [])
@@ -488,6 +489,13 @@ def plan_elastic(
                 key = (job.namespace, job.name)
                 minimum_part[key] = _sum([minimum_part.get(key, {}), *loads[: task.minimum]])
                 extra_part[key] = _sum([extra_part.get(key, {}), *loads[task.minimum :]])
+                running = [
+                    classes.load(p.requests, p.limits)
+                    for p in task_pods
+                    if p.phase == "Running" and not p.terminating
+                ]
+                unplaced = _sum([*loads, *({k: -v for k, v in r.items()} for r in running)])
+                unplaced_part[key] = _sum([unplaced_part.get(key, {}), unplaced])
     free = _sum([zero, capacity, *({k: -v for k, v in load.items()} for load in held)])
 
     units = []
@@ -507,7 +515,7 @@ def plan_elastic(
                 )
             )
 
-    _make_room(blocked, units, free, minimum_part, extra_part, classes, settings)
+    _make_room(blocked, units, free, minimum_part, extra_part, unplaced_part, classes, settings)
     _fill_idle(units, free, classes)
 
     return [
@@ -531,6 +539,7 @@ def _make_room(
     free: dict[str, Decimal],
     minimum_part: Mapping[tuple[str, str], Mapping[str, Decimal]],
     extra_part: Mapping[tuple[str, str], Mapping[str, Decimal]],
+    unplaced_part: Mapping[tuple[str, str], Mapping[str, Decimal]],
     classes: _Classes,
     settings: ElasticSettings,
 ) -> None:
@@ -561,6 +570,12 @@ def _make_room(
             # GPUs cannot be overcommitted: freeing fewer than the job needs only idles them.
             releasable = sum((max(0, u.replicas - u.low) * u.gpu for u in donors), Decimal(0))
             if releasable < short[settings.gpu_resource]:
+                # It waits (seed). Its pods that are not running hold no GPU, so the idle GPUs
+                # still go to the least fulfilled jobs instead of idling behind a job that cannot
+                # start; once enough is releasable it takes its share as above.
+                for dim, amount in unplaced_part.get(key, {}).items():
+                    free[dim] += amount
+                all_extras = _sum([all_extras, {k: -v for k, v in extra_part.get(key, {}).items()}])
                 continue
         wanted = describe(short, settings.gpu_resource)
         while short:

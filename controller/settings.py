@@ -41,7 +41,7 @@ class Settings:
     drain_timeout: float = 10.0
     # Consecutive failures of one job after which it gets a Warning event and a state message.
     failures_before_warning: int = 5
-    elastic: bool = False
+    elastic: bool = True
     elastic_period: float = 30.0
     elastic_dry_run: bool = False
     elastic_max_step: int = 1

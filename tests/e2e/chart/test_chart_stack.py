@@ -9,6 +9,7 @@ import contextlib
 import json
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,13 +112,14 @@ def test_helm_test_script_sees_the_webhook_denial(
     )
     assert config["webhooks"][0]["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
 
-    # Run the chart's `helm test` script as the test pod would, with the pinned kubectl.
+    # Run the chart's `helm test` program as the test pod would (vcjob's image: this Python).
     test_pod = next(d for d in docs if d["kind"] == "Pod")
-    script = test_pod["spec"]["containers"][0]["args"][0].replace("/tmp/", f"{tmp_path}/")
+    command = [sys.executable, "-c", test_pod["spec"]["containers"][0]["args"][0]]
+    assert test_pod["spec"]["containers"][0]["command"] == ["python", "-c"]
     env = tools_env()
     env["KUBECONFIG"] = str(cluster.kubeconfig)
     result = subprocess.run(
-        ["sh", "-c", script], capture_output=True, text=True, env=env, timeout=60, check=False
+        command, capture_output=True, text=True, env=env, timeout=60, check=False
     )
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}\n{log_file.read_text()}"
     assert "spec.minAvailable: Invalid value: 5" in result.stdout
@@ -127,14 +129,14 @@ def test_helm_test_script_sees_the_webhook_denial(
     process.kill()
     process.wait(10)
     unreachable = subprocess.run(
-        ["sh", "-c", script], capture_output=True, text=True, env=env, timeout=60, check=False
+        command, capture_output=True, text=True, env=env, timeout=60, check=False
     )
     assert unreachable.returncode == 1, unreachable.stdout
     assert "failed calling webhook" in unreachable.stdout
     cluster.kubectl("delete", "validatingwebhookconfiguration", "stack-vcjob-validating-webhook")
     cluster.kubectl("delete", "mutatingwebhookconfiguration", "stack-vcjob-mutating-webhook")
     unregistered = subprocess.run(
-        ["sh", "-c", script], capture_output=True, text=True, env=env, timeout=60, check=False
+        command, capture_output=True, text=True, env=env, timeout=60, check=False
     )
     assert unregistered.returncode == 1, unregistered.stdout
     assert "FAIL: the invalid Job was admitted" in unregistered.stdout

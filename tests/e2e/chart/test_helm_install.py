@@ -113,6 +113,32 @@ def test_install_upgrade_uninstall(cluster: LocalCluster, helm: Any, tmp_path: P
         assert exists(cluster, "crd", crd), f"{crd} must survive uninstall (crds.keep)"
 
 
+def test_an_existing_default_queue_is_left_as_it_is(cluster: LocalCluster, helm: Any) -> None:
+    """Volcano's `default` Queue, or one an earlier install kept, is neither replaced nor reset."""
+    if not exists(cluster, "queue", "default"):
+        cluster.kubectl("create", "-f", "-", input=QUEUE)
+    cluster.kubectl("patch", "queue", "default", "--type", "merge", "-p", '{"spec":{"weight":7}}')
+    before = get(cluster, "queue", "default")
+    options = ["--set", "crds.enabled=false", "--set", "rbac.userRoles=false"]
+    helm("install", "keepq", CHART, "-n", "vcjob-keepq", "--create-namespace", *options)
+    try:
+        after = get(cluster, "queue", "default")
+        assert after["metadata"]["uid"] == before["metadata"]["uid"]
+        assert after["spec"]["weight"] == 7
+    finally:
+        helm("uninstall", "keepq", "-n", "vcjob-keepq")
+
+
+QUEUE = """\
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: default
+spec:
+  weight: 1
+"""
+
+
 def test_upgrade_keeps_the_patched_ca_bundle(
     cluster: LocalCluster, helm: Any, tmp_path: Path
 ) -> None:

@@ -150,21 +150,18 @@ def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with pytest.MonkeyPatch.context() as patch:
-        # The controller reads its flags from VCJOB_CONTROLLER_* too; `vcjob local up` forwards
-        # --elastic-period, this turns the loop on.
-        patch.setenv("VCJOB_CONTROLLER_ELASTIC", "true")
-        with running_cluster(
-            tmp_path_factory.mktemp("elastic"),
-            simulator=True,
-            webhook=True,
-            controller=True,
-            nodes=2,
-            node_gpu=4,
-            pod_runtime="10m",
-            extra_args=["--elastic-period", PERIOD],
-        ) as running:
-            yield running
+    # The autoscaler is on by default; `vcjob local up` forwards --elastic-period to it.
+    with running_cluster(
+        tmp_path_factory.mktemp("elastic"),
+        simulator=True,
+        webhook=True,
+        controller=True,
+        nodes=2,
+        node_gpu=4,
+        pod_runtime="10m",
+        extra_args=["--elastic-period", PERIOD],
+    ) as running:
+        yield running
 
 
 def test_elastic_jobs_share_gpus_with_a_job_that_comes_and_goes(cluster: LocalCluster) -> None:

@@ -237,3 +237,21 @@ def test_the_period_must_be_positive() -> None:
             threading.Event(),
             kube=Kube.__new__(Kube),
         )
+
+
+def test_without_elastic_jobs_a_round_lists_only_the_jobs() -> None:
+    """The loop is on by default, so a cluster with no elastic job must pay next to nothing."""
+    fixed = elastic_job("fixed", 1)
+    for spec in fixed["spec"]["tasks"]:
+        spec.pop("minReplicas", None)
+        spec.pop("maxReplicas", None)
+    listed: list[str] = []
+
+    class CountingKube(FakeKube):
+        def list(self, res: Resource, **kw: Any) -> tuple[list[dict[str, Any]], str]:
+            listed.append(res.plural)
+            return super().list(res, **kw)
+
+    kube = CountingKube({"jobs": [fixed], "nodes": [gpu_node("n", 8)], "pods": []})
+    assert make_loop(kube, CollectorRegistry()).run_round() == []
+    assert listed == ["jobs"]

@@ -237,6 +237,12 @@ CASES = [
         {},
     ),
     Case(
+        "gpu-a-waiting-job-leaves-the-idle-gpus-to-the-others",
+        [job("a", task(2, 1, 6)), job("c", fixed(16), phase="Pending")],
+        gpu_nodes(2),
+        {"a/worker": (2, 6)},
+    ),
+    Case(
         "cpu-what-can-be-freed-is-freed-the-job-is-scheduled-optimistically",
         [
             job("a", task(2, 1, 6, gpu=0)),

@@ -63,11 +63,14 @@ def clusters(draw: st.DrawFn) -> tuple[list[ElasticJobView], list[NodeView], lis
 
 
 def _gpu_planned(jobs: list[ElasticJobView], others: list[PodView]) -> Decimal:
+    """GPUs held by the running jobs' planned replicas and by the other pods. A Pending job's
+    pods are not placed here; the plan keeps room for the ones it can make room for (the table
+    tests pin that down), while a job that waits leaves idle GPUs to the others (seed)."""
     planned = sum(
         (
             t.requests.get(GPU, Decimal(0)) * t.replicas
             for j in jobs
-            if j.phase in ("Running", "Pending")
+            if j.phase == "Running"
             for t in j.tasks
         ),
         Decimal(0),
