@@ -117,6 +117,7 @@ class Applier:
             self._recorder.record(job, event.type, event.reason, event.message)
         for command in plan.delete_commands:
             self._kube.delete(COMMANDS, namespace, command)
+            self._cache.forget_deleted("Command", namespace, command)
         if plan.delete_job:
             self._kube.delete(
                 JOBS,

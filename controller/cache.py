@@ -189,6 +189,14 @@ class Cache:
         if kind in KINDS and obj.get("metadata"):
             self.upsert(kind, obj)
 
+    def forget_deleted(self, kind: str, namespace: str, name: str) -> None:
+        """Read-your-deletes: an object our own DELETE removed is gone before the watch says so,
+        so the next reconcile cannot act on it again (a Command executed twice)."""
+        with self._lock:
+            current = self._objects[kind].get(f"{namespace}/{name}" if namespace else name)
+            if current is not None:
+                self.remove(kind, current)
+
     # --- reads -------------------------------------------------------------------------------
 
     def job(self, key: str) -> WireObject | None:

@@ -89,6 +89,25 @@ def test_created_and_written_objects_are_readable_from_the_cache_at_once(setup: 
     assert cached_job["status"] == status("Pending")
 
 
+def test_a_deleted_command_is_gone_from_the_cache_before_the_watch_says_so(setup: Any) -> None:
+    """Otherwise the next reconcile executes it again (a RestartJob would cost two retries)."""
+    applier, kube, cache, _metrics, job = setup
+    command = {
+        "apiVersion": "bus.volcano.sh/v1alpha1",
+        "kind": "Command",
+        "metadata": {"name": "j-restartjob-abcde", "namespace": "ns", "uid": "c1"},
+        "action": "RestartJob",
+        "target": {"kind": "Job", "name": "j", "uid": "job-uid"},
+    }
+    kube.objects[("commands", "ns", "j-restartjob-abcde")] = command
+    cache.upsert("Command", command)
+    assert [c["metadata"]["name"] for c in cache.view("ns/j").commands] == ["j-restartjob-abcde"]
+    applier.apply(job, Plan(delete_commands=["j-restartjob-abcde"]))
+    assert cache.view("ns/j").commands == []
+    cache.upsert("Command", command)  # a late watch event of the deleted command
+    assert cache.view("ns/j").commands == []
+
+
 def test_already_existing_pods_count_as_created(setup: Any) -> None:
     applier, kube, _cache, metrics, job = setup
     kube.put(PODS, pod_body("j-w-0"))
