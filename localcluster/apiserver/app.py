@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
-from localcluster.apiserver import discovery, errors, tables
+from localcluster.apiserver import discovery, errors, protobuf, tables
 from localcluster.apiserver.faults import FaultInjector
 from localcluster.apiserver.registry import UNSUPPORTED_SUBRESOURCES, Registry, ResourceType
 from localcluster.apiserver.rest import Api, ApiRequest, Response
@@ -138,6 +138,9 @@ class Application:
         if not segments or segments[0] not in ("api", "apis", "openapi"):
             raise errors.StatusError(404, "NotFound", NOT_FOUND_MESSAGE)
         if segments[0] == "openapi":
+            if segments == ["openapi", "v2"] and "protobuf" in headers.get("accept", ""):
+                await self._openapi_v2_protobuf(send)
+                return
             await self._openapi(segments, send)
             return
         discovery_doc = self._discovery(segments)
@@ -351,6 +354,16 @@ class Application:
         await self._send_json(send, error.code, error.to_status())
 
     # -- discovery-adjacent ------------------------------------------------------------------
+
+    async def _openapi_v2_protobuf(self, send: Send) -> None:
+        version = str(discovery.KUBE_VERSION["gitVersion"])
+        payload = protobuf.openapi_v2_document("Kubernetes", version)
+        headers = [
+            (b"content-type", protobuf.OPENAPI_V2_MEDIA_TYPE.encode()),
+            (b"content-length", str(len(payload)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
 
     async def _openapi(self, segments: list[str], send: Send) -> None:
         stamp = tuple((t.group, t.version, t.plural, id(t)) for t in self.registry.types())

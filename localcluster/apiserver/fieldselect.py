@@ -48,12 +48,16 @@ _BY_RESOURCE: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+# Boolean fields select as "false" when unset, as kube's field label functions format them.
+_BOOLEAN_FIELDS = frozenset({"spec.hostNetwork", "spec.unschedulable"})
+
+
 def _lookup(obj: Any, dotted: str) -> str:
     value = obj
     for part in dotted.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     if value is None:
-        return ""
+        return "false" if dotted in _BOOLEAN_FIELDS else ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):

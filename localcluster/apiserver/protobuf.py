@@ -203,3 +203,37 @@ def decode(body: bytes) -> dict[str, Any]:
         return decoder(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise errors.bad_request(f"invalid protobuf body: {exc}") from exc
+
+
+# -- encoding: the OpenAPI v2 document kubectl asks for as protobuf ----------------------------
+
+# The spelling kube-openapi answers with (Go's mime parser refuses the `@` of the older one).
+OPENAPI_V2_MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def _length_delimited(field: int, payload: bytes) -> bytes:
+    return _encode_varint(field << 3 | 2) + _encode_varint(len(payload)) + payload
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def openapi_v2_document(title: str, version: str) -> bytes:
+    """A gnostic `openapi_v2.Document` with `swagger` and `info` only.
+
+    kubectl and helm read `/openapi/v2` (always as protobuf) only for kinds the per-group v3
+    documents do not describe; this server's v2 and v3 documents describe the same kinds, so for
+    those kinds a real v2 document would have no schema either, and the client goes on to its
+    usual "no matches for kind" answer instead of failing to parse the document.
+    """
+    info = _length_delimited(1, title.encode()) + _length_delimited(2, version.encode())
+    return _length_delimited(1, b"2.0") + _length_delimited(2, info)

@@ -43,6 +43,11 @@ IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 GENERATION_TRACKED = frozenset(
     {
         ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("autoscaling", "horizontalpodautoscalers"),
+        ("networking.k8s.io", "ingresses"),
         ("apiextensions.k8s.io", "customresourcedefinitions"),
         ("policy", "poddisruptionbudgets"),
         ("networking.k8s.io", "networkpolicies"),
@@ -346,6 +351,12 @@ class Api:
             unknown.extend(
                 strict.prune_builtin(resource.group, resource.version, resource.kind, obj)
             )
+            mistyped = strict.first_type_error(resource.group, resource.version, resource.kind, obj)
+            if mistyped:
+                raise errors.bad_request(
+                    f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+                    f"{resource.kind}: {mistyped}"
+                )
             defaults.apply_defaults(resource, obj, self.cluster_ips)
         unknown = [u.lstrip(".") for u in unknown]
         if not unknown:
@@ -378,6 +389,8 @@ class Api:
                 problems.extend(module.validate_against_schema(schema, body))
         elif resource is CRD_TYPE or resource.storage_key == CRD_TYPE.storage_key:
             problems.extend(self._validate_crd(obj))
+        else:
+            problems.extend(validation.validate_builtin_spec(resource.group, resource.plural, obj))
         if problems:
             raise errors.invalid(
                 resource.kind,

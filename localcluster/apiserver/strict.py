@@ -1,8 +1,8 @@
-"""Unknown fields of built-in objects, found (and dropped) against the Kubernetes definitions.
+"""Unknown fields and mistyped values of built-in objects, against the Kubernetes definitions.
 
-kube-apiserver decodes built-in objects into Go structs, which silently drops unknown fields;
-with `fieldValidation=Strict` it reports them instead. This walks the object along its 1.31
-OpenAPI definition to do the same.
+kube-apiserver decodes built-in objects into Go structs, which silently drops unknown fields
+(with `fieldValidation=Strict` it reports them instead) and refuses a value of the wrong JSON type
+with 400. This walks the object along its 1.31 OpenAPI definition to do the same.
 """
 
 from __future__ import annotations
@@ -61,3 +61,99 @@ def prune_builtin(group: str, version: str, kind: str, obj: dict[str, Any]) -> l
     # metadata is checked too, as kube does.
     prune({"$ref": name}, obj, "", found)
     return found
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+_GO_TYPES = {
+    "string": "string",
+    "boolean": "bool",
+    "number": "float64",
+    "array": "[]",
+    "object": "map",
+}
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _allowed(schema: dict[str, Any]) -> list[str] | None:
+    """The JSON types a schema node takes, or None when it does not say."""
+    branches = schema.get("oneOf")
+    if isinstance(branches, list):
+        types: list[str] = []
+        for branch in branches:
+            allowed = _allowed(branch) if isinstance(branch, dict) else None
+            if allowed is None:
+                return None
+            types.extend(allowed)
+        return types
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return [declared]
+    if isinstance(declared, list) and all(isinstance(t, str) for t in declared):
+        return list(declared)
+    return None
+
+
+def _matches(value: Any, allowed: list[str]) -> bool:
+    for name in allowed:
+        python_types = _JSON_TYPES.get(name)
+        if python_types is None:
+            continue
+        if isinstance(value, bool) and name != "boolean":
+            continue
+        if isinstance(value, python_types):
+            return True
+    return False
+
+
+def _type_error(schema: dict[str, Any], value: Any, path: str) -> str | None:
+    if value is None:
+        return None  # Go decodes null as the zero value
+    schema = _resolve(schema)
+    allowed = _allowed(schema)
+    if allowed is not None and not _matches(value, allowed):
+        wanted = next((t for t in allowed if t != "null"), "object")
+        go_type = str(schema.get("format")) if wanted == "integer" else _GO_TYPES.get(wanted)
+        return (
+            f"json: cannot unmarshal {_json_type(value)} into Go struct field {path} "
+            f"of type {go_type or wanted}"
+        )
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            child = properties.get(key) if isinstance(properties, dict) else None
+            if child is None and isinstance(additional, dict):
+                child = additional
+            if isinstance(child, dict) and (error := _type_error(child, item, _join(path, key))):
+                return error
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for item in value:
+                if error := _type_error(items, item, path):
+                    return error
+    return None
+
+
+def first_type_error(group: str, version: str, kind: str, obj: dict[str, Any]) -> str | None:
+    """How Go's JSON decoder words the first value of the wrong type, or None."""
+    name = builtin_definition_name(group, version, kind)
+    if name is None:
+        return None
+    return _type_error({"$ref": name}, obj, kind)

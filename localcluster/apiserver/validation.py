@@ -140,3 +140,37 @@ def spec_content(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 ALNUM = string.ascii_lowercase + string.digits
+
+
+# Built-in kinds whose pod template sits at spec.template.spec.
+_TEMPLATED = frozenset(
+    {
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+    }
+)
+
+
+def _validate_pod_spec(spec: Any, path: Path) -> list[FieldError]:
+    """The fields kube requires of every pod spec (its type checks ran when decoding)."""
+    problems: list[FieldError] = []
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    if not containers:
+        return [FieldError.required(path.child("containers"))]
+    for index, container in enumerate(containers):
+        where = path.child("containers").index(index)
+        for field in ("name", "image"):
+            if not (isinstance(container, dict) and container.get(field)):
+                problems.append(FieldError.required(where.child(field)))
+    return problems
+
+
+def validate_builtin_spec(group: str, plural: str, obj: dict[str, Any]) -> list[FieldError]:
+    if (group, plural) == ("", "pods"):
+        return _validate_pod_spec(obj.get("spec"), Path.of("spec"))
+    if (group, plural) in _TEMPLATED:
+        template = (obj.get("spec") or {}).get("template") or {}
+        return _validate_pod_spec(template.get("spec"), Path.of("spec", "template", "spec"))
+    return []

@@ -108,3 +108,25 @@ def test_helm_install_upgrade_uninstall(apiserver: APIServer, tmp_path: Path) ->
     ]
     run("uninstall", "demo", "-n", "helm-demo")
     assert json.loads(run("list", "-n", "helm-demo", "-o", "json")) == []
+
+
+def test_helm_install_of_a_chart_from_helm_create(apiserver: APIServer, tmp_path: Path) -> None:
+    """The chart every helm user starts from, with its optional Ingress and autoscaler."""
+    helm = tool_path("helm")
+    assert helm is not None, "helm is not installed: run `python -m localcluster.tools install`"
+    env = dict(os.environ, KUBECONFIG=str(apiserver.kubeconfig_path), HOME=str(tmp_path))
+
+    def run(*args: str) -> str:
+        result = subprocess.run(
+            [str(helm), *args], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    run("create", "starter")
+    options = ["--set", "ingress.enabled=true", "--set", "autoscaling.enabled=true"]
+    run("install", "starter", "./starter", "-n", "helm-starter", "--create-namespace", *options)
+    manifest = run("get", "manifest", "starter", "-n", "helm-starter")
+    for kind in ("Deployment", "Service", "ServiceAccount", "Ingress", "HorizontalPodAutoscaler"):
+        assert f"kind: {kind}" in manifest
+    run("uninstall", "starter", "-n", "helm-starter")

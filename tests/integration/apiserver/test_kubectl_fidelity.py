@@ -351,3 +351,68 @@ def test_unsupported_subresource_is_explained(kubectl: Kubectl) -> None:
     result = kubectl.run("logs", "logless", check=False)
     assert result.returncode == 1
     assert "pods/log is not supported" in result.stderr
+
+
+INGRESS_AND_UNKNOWN_KIND = """
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web}
+spec:
+  rules:
+  - host: a.example
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+---
+apiVersion: example.com/v1
+kind: Foo
+metadata: {name: foo}
+"""
+
+
+def test_apply_of_an_unknown_kind_says_install_the_crd(kubectl: Kubectl) -> None:
+    """kubectl validates a kind the v3 documents lack through /openapi/v2 (protobuf)."""
+    result = kubectl.run("apply", "-f", "-", stdin=INGRESS_AND_UNKNOWN_KIND, check=False)
+    assert "ingress.networking.k8s.io/web created" in result.stdout
+    assert result.returncode == 1
+    assert (
+        'resource mapping not found for name: "foo" namespace: "" from "STDIN": no matches for '
+        'kind "Foo" in version "example.com/v1"' in result.stderr
+    )
+    assert "ensure CRDs are installed first" in result.stderr
+
+
+def test_built_in_objects_are_type_checked_and_pods_need_containers(kubectl: Kubectl) -> None:
+    kubectl.run("create", "deployment", "typed", "--image=nginx:1.25")
+    patched = kubectl.run(
+        "patch",
+        "deploy",
+        "typed",
+        "--type",
+        "merge",
+        "-p",
+        '{"spec":{"replicas":"x"}}',
+        check=False,
+    )
+    assert patched.returncode == 1
+    assert (
+        'Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal '
+        "string into Go struct field Deployment.spec.replicas of type int32" in patched.stderr
+    )
+    assert "typed" in kubectl.run("describe", "deploy", "typed").stdout  # nothing was stored
+    garbage = "apiVersion: v1\nkind: Pod\nmetadata: {name: garbage}\nspec: {containers: nope}\n"
+    refused = kubectl.run("create", "-f", "-", stdin=garbage, check=False)
+    assert refused.returncode == 1
+    assert "cannot unmarshal string into Go struct field Pod.spec.containers" in refused.stderr
+    empty = "apiVersion: v1\nkind: Pod\nmetadata: {name: empty}\nspec: {}\n"
+    invalid = kubectl.run("create", "-f", "-", stdin=empty, check=False)
+    assert invalid.returncode == 1
+    assert 'The Pod "empty" is invalid: spec.containers: Required value' in invalid.stderr
+
+
+def test_field_selectors_on_unset_booleans_select_false(kubectl: Kubectl) -> None:
+    kubectl.run("create", "-f", "-", stdin=POD.format(name="plain", tier="fe"))
+    names = kubectl.run(
+        "get", "pods", "--field-selector", "spec.hostNetwork=false", "-o", "name"
+    ).stdout.split()
+    assert "pod/plain" in names

@@ -121,6 +121,9 @@ def test_field_values_and_unsupported_fields() -> None:
     }
     values = fieldselect.field_values("", "pods", pod)
     assert values["spec.nodeName"] == "n1" and values["status.phase"] == "Pending"
+    assert values["spec.hostNetwork"] == "false", "an unset boolean selects as false"
+    node = {"metadata": {"name": "n1"}, "spec": {}}
+    assert fieldselect.field_values("", "nodes", node)["spec.unschedulable"] == "false"
     event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p", "uid": "u"}}
     assert fieldselect.field_values("", "events", event)["involvedObject.uid"] == "u"
     with pytest.raises(errors.StatusError) as raised:
