@@ -119,6 +119,21 @@ def _rows() -> list[Row]:
             reason="CompletionsReached",
         )
     )
+    j = (
+        job("j").task("w", 3, min_available=1).min_available(1).min_success(2).phase("Running")
+    ).build()
+    rows.append(
+        Row(
+            "Running: all finished, succeeded >= minAvailable but < minSuccess -> Failed",
+            j,
+            [
+                pod_of(j, "w", 0, phase="Succeeded"),
+                pod_of(j, "w", 1, phase="Failed"),
+                pod_of(j, "w", 2, phase="Failed"),
+            ],
+            phase="Failed",
+        )
+    )
     j = job("j").task("w", 3, min_available=1).min_available(2).phase("Running").build()
     rows.append(
         Row(
@@ -331,6 +346,36 @@ def test_abort_keeps_finished_pods_and_deletes_unfinished() -> None:
     assert deleted_pods(plan) == ["j-w-2"]
     assert plan.status is not None
     assert plan.status["terminating"] == 1
+
+
+def test_terminate_keeps_finished_pods_and_deletes_unfinished() -> None:
+    j = job("j").task("w", 3).phase("Running").build()
+    pods = [
+        pod_of(j, "w", 0, phase="Succeeded"),
+        pod_of(j, "w", 1, phase="Failed"),
+        pod_of(j, "w", 2),
+    ]
+    plan = plan_for(j, pods, commands=[command(j, "TerminateJob")])
+    assert deleted_pods(plan) == ["j-w-2"]
+    assert plan.status is not None
+    assert plan.status["state"]["phase"] == "Terminating"
+
+
+def test_a_full_restart_forgets_the_indexes_that_succeeded() -> None:
+    """They succeeded in the old version; after RestartJob every index runs again, also one
+    whose succeeded pod was deleted already (its index is only in the status)."""
+    j = job("j").task("w", 2).phase("Running", succeededIndexes={"w": "0"}).build()
+    plan = plan_for(j, [], commands=[command(j, "RestartJob")])
+    assert plan.status is not None
+    assert plan.status["state"]["phase"] == "Pending"
+    assert not plan.status.get("succeededIndexes")
+
+
+@pytest.mark.parametrize("terminal", ["Completed", "Failed", "Terminated"])
+def test_a_finished_job_deletes_its_unfinished_pods(terminal: str) -> None:
+    j = job("j").task("w", 2).phase(terminal).build()
+    pods = [pod_of(j, "w", 0, phase="Succeeded"), pod_of(j, "w", 1, phase="Running")]
+    assert deleted_pods(plan_for(j, pods)) == ["j-w-1"]
 
 
 def test_resume_keeps_succeeded_pods_and_reruns_failed_ones() -> None:
