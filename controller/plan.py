@@ -149,10 +149,11 @@ class _Planner:
         self.last_transition = when
         self.conditions = status_mod.with_condition(self.conditions, to.value, when)
         self.running_duration = status_mod.running_duration(self.raw_job, self.now)
+        first = self.initial_phase is None and not self.transitioned
         self.transitioned = True
-        self.plan.events.append(
-            EventRecord("Normal", reason, f"job phase {previous.value} -> {to.value}: {message}")
-        )
+        # A new job has no phase yet: its first event names where it starts, not "Pending -> …".
+        change = f"job phase {to.value}" if first else f"job phase {previous.value} -> {to.value}"
+        self.plan.events.append(EventRecord("Normal", reason, f"{change}: {message}"))
 
     def _kill(self, pods: Iterable[Mapping[str, Any]]) -> None:
         """Mark then delete: our own deletions never come back as PodEvicted."""

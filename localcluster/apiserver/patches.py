@@ -236,6 +236,77 @@ def _remove_fields(obj: Any, stale: dict[str, Any], keep: dict[str, Any], field:
                         _remove_fields(obj[index], children, keep[entry], "")
 
 
+def _leaves(fields: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The owned leaf fields of a FieldsV1 set, each as its path of entries."""
+    out: list[tuple[str, ...]] = []
+    for entry, children in fields.items():
+        if entry == ".":
+            continue
+        path = (*prefix, entry)
+        nested = {k: v for k, v in (children or {}).items() if k != "."}
+        out.extend(_leaves(nested, path) if nested else [path])
+    return out
+
+
+def _value_at(obj: Any, path: tuple[str, ...]) -> Any:
+    field = ""
+    for entry in path:
+        if entry.startswith("f:") and isinstance(obj, dict):
+            field = entry[2:]
+            obj = obj.get(field)
+        elif entry.startswith("k:") and isinstance(obj, list):
+            obj = next((i for i in obj if _list_map_key(field, i) == entry[2:]), None)
+        else:
+            return None
+    return obj
+
+
+def _render_path(path: tuple[str, ...]) -> str:
+    """`.data.a`, `.spec.containers[name="main"].image`: how kube names a conflicting field."""
+    text = ""
+    for entry in path:
+        if entry.startswith("f:"):
+            text += "." + entry[2:]
+        else:
+            key = json.loads(entry[2:])
+            text += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in key.items()) + "]"
+    return text
+
+
+def _union(*sets: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for one in sets:
+        for entry, children in one.items():
+            out[entry] = _union(out.get(entry) or {}, children or {})
+    return out
+
+
+def _without(fields: dict[str, Any], path: tuple[str, ...]) -> None:
+    if not path or not isinstance(fields, dict):
+        return
+    if len(path) == 1:
+        fields.pop(path[0], None)
+        return
+    child = fields.get(path[0])
+    if isinstance(child, dict):
+        _without(child, path[1:])
+        if not {k for k in child if k != "."}:
+            fields.pop(path[0], None)
+
+
+def _conflicts(
+    live: dict[str, Any], applied: dict[str, Any], fields: dict[str, Any], others: list[Any]
+) -> list[tuple[str, tuple[str, ...]]]:
+    """(manager, field) pairs where another applier owns a field this apply sets differently."""
+    found = []
+    for other in others:
+        owned = set(_leaves(other.get("fieldsV1") or {}))
+        for path in _leaves(fields):
+            if path in owned and _value_at(live, path) != _value_at(applied, path):
+                found.append((str(other.get("manager")), path))
+    return found
+
+
 def server_side_apply(
     live: dict[str, Any] | None,
     applied: dict[str, Any],
@@ -243,8 +314,14 @@ def server_side_apply(
     api_version: str,
     now: str,
     lists_merge: bool = True,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Merge an applied configuration into the live object and record the manager's fields."""
+    """Merge an applied configuration into the live object and record the manager's fields.
+
+    A field another applier owns and this apply would change is a conflict (409) unless `force`
+    takes it over. Update managers are recorded as owning their whole object here, so they are
+    not held against an apply (kube would; it also tracks their fields exactly).
+    """
     fields = field_set(applied)
     fields.get("f:metadata", {}).pop("f:managedFields", None)
     entry = {
@@ -260,12 +337,36 @@ def server_side_apply(
         result.setdefault("metadata", {})["managedFields"] = [entry]
         return result
     result = copy.deepcopy(live)
-    managed = list((result.get("metadata") or {}).get("managedFields") or [])
+    managed = copy.deepcopy(list((result.get("metadata") or {}).get("managedFields") or []))
     previous = next(
         (m for m in managed if m.get("manager") == manager and m.get("operation") == "Apply"), None
     )
+    others = [m for m in managed if m.get("operation") == "Apply" and m is not previous]
+    conflicts = _conflicts(result, applied, fields, others)
+    if conflicts and not force:
+        raise errors.StatusError(
+            409,
+            "Conflict",
+            f"Apply failed with {len(conflicts)} conflict{'s' if len(conflicts) > 1 else ''}: "
+            + "; ".join(f'conflict with "{who}": {_render_path(p)}' for who, p in conflicts),
+            {
+                "causes": [
+                    {
+                        "reason": "FieldManagerConflict",
+                        "message": f'conflict with "{who}"',
+                        "field": _render_path(p),
+                    }
+                    for who, p in conflicts
+                ]
+            },
+        )
+    for who, path in conflicts:  # forced: the fields change hands
+        owner = next(m for m in others if m.get("manager") == who)
+        _without(owner.get("fieldsV1") or {}, path)
     if previous is not None:
-        _remove_fields(result, previous.get("fieldsV1") or {}, fields)
+        # A field another applier still owns stays, even when this manager let it go.
+        keep = _union(fields, *(m.get("fieldsV1") or {} for m in others))
+        _remove_fields(result, previous.get("fieldsV1") or {}, keep)
     if lists_merge:
         merged = strategic_merge(result, applied)
     else:

@@ -989,6 +989,7 @@ class Api:
             resource.group_version,
             now,
             lists_merge=not resource.crd,
+            force=request.query.get("force") == "true",
         )
         merged["metadata"].pop("resourceVersion", None)
         query = dict(request.query)

@@ -1,6 +1,8 @@
 """Certificate rotation under load: the real `vcjob webhook` process serves AdmissionReviews over
-TLS while its certificate files are replaced by a new pair from the same CA. No request may fail,
-and new connections must get the new certificate."""
+TLS while its certificate files are replaced by a new pair, from the same CA (a serving renewal)
+or from a new CA that clients trust through the overlap bundle (old CA + new CA, as self mode
+publishes it in `caBundle` before switching). No request may fail, and new connections must get
+the new certificate."""
 
 from __future__ import annotations
 
@@ -139,8 +141,8 @@ def webhook(tmp_path: Path) -> Iterator[Webhook]:
                 process.wait(5)
 
 
-def served_certificate(server: Webhook) -> x509.Certificate:
-    context = ssl.create_default_context(cafile=str(server.ca_file))
+def served_certificate(server: Webhook, trust: Path | None = None) -> x509.Certificate:
+    context = ssl.create_default_context(cafile=str(trust or server.ca_file))
     with (
         socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw,
         context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
@@ -150,8 +152,18 @@ def served_certificate(server: Webhook) -> x509.Certificate:
     return x509.load_der_x509_certificate(der)
 
 
-def test_rotating_certificate_files_fails_no_request(webhook: Webhook, tmp_path: Path) -> None:
-    original = served_certificate(webhook)
+@pytest.mark.parametrize("rotation", ["serving-certificate", "ca-with-overlap-bundle"])
+def test_rotating_certificate_files_fails_no_request(
+    webhook: Webhook, tmp_path: Path, rotation: str
+) -> None:
+    old_ca = certgen.KeyPair(webhook.ca_file.read_bytes(), (tmp_path / "ca.key").read_bytes())
+    signer = old_ca
+    trust = webhook.ca_file
+    if rotation == "ca-with-overlap-bundle":
+        signer = certgen.issue_ca()
+        trust = tmp_path / "bundle.crt"
+        trust.write_bytes(old_ca.cert_pem + signer.cert_pem)
+    original = served_certificate(webhook, trust)
     failures: list[str] = []
     answered = [0] * THREADS
     stop = threading.Event()
@@ -160,7 +172,7 @@ def test_rotating_certificate_files_fails_no_request(webhook: Webhook, tmp_path:
     def load(slot: int) -> None:
         while not stop.is_set():
             # A new client every few requests: handshakes happen throughout the rotation.
-            with httpx.Client(verify=str(webhook.ca_file), timeout=5) as client:
+            with httpx.Client(verify=str(trust), timeout=5) as client:
                 for _ in range(5):
                     try:
                         response = client.post(
@@ -181,8 +193,7 @@ def test_rotating_certificate_files_fails_no_request(webhook: Webhook, tmp_path:
         thread.start()
     try:
         time.sleep(LOAD_SECONDS / 2)
-        ca = certgen.KeyPair(webhook.ca_file.read_bytes(), (tmp_path / "ca.key").read_bytes())
-        renewed = certgen.issue_serving(ca, HOSTS)
+        renewed = certgen.issue_serving(signer, HOSTS)
         # What self mode does: atomic replacement, key first and certificate last.
         write_atomically(webhook.key_file, renewed.key_pem, mode=0o600)
         write_atomically(webhook.cert_file, renewed.cert_pem, mode=0o644)
@@ -195,9 +206,11 @@ def test_rotating_certificate_files_fails_no_request(webhook: Webhook, tmp_path:
     assert not failures, f"{len(failures)} failed requests, e.g. {failures[:3]}"
     assert all(count > 0 for count in answered), answered
     deadline = time.monotonic() + 10
-    while served_certificate(webhook).serial_number == original.serial_number:
+    while served_certificate(webhook, trust).serial_number == original.serial_number:
         assert time.monotonic() < deadline, "the new certificate was never served"
         time.sleep(RELOAD_INTERVAL)
-    assert served_certificate(webhook).serial_number == renewed.certificate.serial_number
+    served = served_certificate(webhook, trust)
+    assert served.serial_number == renewed.certificate.serial_number
+    assert served.issuer == signer.certificate.subject
     assert webhook.process.poll() is None
     assert "Traceback" not in webhook.log_file.read_text(errors="replace")

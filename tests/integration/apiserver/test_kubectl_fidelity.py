@@ -115,6 +115,14 @@ def test_client_side_apply_twice_and_server_side_apply(kubectl: Kubectl) -> None
     kubectl.run("apply", "--server-side", "-f", "-", stdin=cm.replace(", b: '2'", ""))
     data = json.loads(kubectl.run("get", "cm", "ssa", "-o", "json").stdout)["data"]
     assert data == {"a": "1"}, "a field the manager stopped applying is removed"
+    other = cm.replace("a: '1', b: '2'", "a: '9'")
+    args = ["apply", "--server-side", "--field-manager=other", "-f", "-"]
+    conflict = kubectl.run(*args, stdin=other, check=False)
+    assert conflict.returncode == 1
+    assert 'Apply failed with 1 conflict: conflict with "kubectl": .data.a' in conflict.stderr
+    kubectl.run(*args, "--force-conflicts", stdin=other)
+    data = json.loads(kubectl.run("get", "cm", "ssa", "-o", "json").stdout)["data"]
+    assert data == {"a": "9"}
 
 
 def test_patch_types(kubectl: Kubectl) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from localcluster.apiserver import patches
+from localcluster.apiserver import errors, patches
 from localcluster.apiserver.errors import StatusError
 
 MERGE_CASES: list[tuple[str, Any, Any, Any]] = [
@@ -160,6 +160,54 @@ def test_server_side_apply_removes_fields_the_manager_stopped_applying() -> None
     assert result["data"] == {"k": "v2", "other": "kept"}
     assert result["metadata"]["labels"] == {"a": "1"}
     assert len(result["metadata"]["managedFields"]) == 1
+
+
+T0, T1 = "2024-01-01T00:00:00Z", "2024-01-01T00:00:01Z"
+
+
+def _applied_by_two() -> dict[str, Any]:
+    config = {"metadata": {"name": "x"}, "data": {"a": "1"}}
+    live = patches.server_side_apply(None, config, "m1", "v1", T0)
+    return patches.server_side_apply(live, {**config, "data": {"a": "1", "b": "2"}}, "m2", "v1", T1)
+
+
+def test_changing_a_field_another_applier_owns_is_a_conflict() -> None:
+    live = _applied_by_two()
+    changed = {"metadata": {"name": "x"}, "data": {"a": "9"}}
+    with pytest.raises(errors.StatusError) as raised:
+        patches.server_side_apply(live, changed, "m2", "v1", T1)
+    assert raised.value.code == 409
+    assert raised.value.message == 'Apply failed with 1 conflict: conflict with "m1": .data.a'
+    assert raised.value.details == {
+        "causes": [
+            {"reason": "FieldManagerConflict", "message": 'conflict with "m1"', "field": ".data.a"}
+        ]
+    }
+
+
+def test_forcing_takes_the_field_over() -> None:
+    live = _applied_by_two()
+    changed = {"metadata": {"name": "x"}, "data": {"a": "9"}}
+    result = patches.server_side_apply(live, changed, "m2", "v1", T1, force=True)
+    assert result["data"] == {"a": "9"}
+    owners = {m["manager"]: m["fieldsV1"] for m in result["metadata"]["managedFields"]}
+    assert "f:data" not in owners["m1"]
+    assert owners["m2"]["f:data"] == {"f:a": {}}
+
+
+def test_a_field_two_appliers_own_stays_when_one_lets_it_go() -> None:
+    live = _applied_by_two()
+    result = patches.server_side_apply(
+        live, {"metadata": {"name": "x"}, "data": {"b": "2"}}, "m2", "v1", T1
+    )
+    assert result["data"] == {"a": "1", "b": "2"}, "m1 still owns data.a"
+
+
+def test_applying_the_same_value_is_shared_ownership_not_a_conflict() -> None:
+    live = _applied_by_two()
+    assert patches.server_side_apply(
+        live, {"metadata": {"name": "x"}, "data": {"a": "1"}}, "m3", "v1", T1
+    )["data"] == {"a": "1", "b": "2"}
 
 
 def test_field_set_keys_list_items_by_merge_key() -> None:
