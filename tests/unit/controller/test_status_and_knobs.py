@@ -38,7 +38,8 @@ def test_status_shape_after_the_first_reconcile() -> None:
 
 def test_the_first_event_names_the_phase_a_new_job_starts_in() -> None:
     plan = plan_for(job("j").task("w", 2).build(), pod_group=None)
-    assert [(e.reason, e.message) for e in plan.events][0] == (
+    first = plan.events[0]
+    assert (first.reason, first.message) == (
         "JobCreated",
         "job phase Pending: the job was accepted and waits for its pods",
     )
