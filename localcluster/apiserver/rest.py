@@ -692,6 +692,8 @@ class Api:
         token = request.query.get("continue")
         if token:
             start_after, list_rv = decode_continue(token)
+            if list_rv < self.store.compacted_rv:
+                raise errors.gone(CONTINUE_TOO_OLD)
         items = []
         for obj in self.store.list(
             resource.storage_key, request.namespace if resource.namespaced else None
@@ -1270,6 +1272,16 @@ def _patched_rv(body: Any) -> str:
             ):
                 return str(op.get("value"))
     return ""
+
+
+# kube-apiserver's words when the snapshot a continue token names was compacted away.
+CONTINUE_TOO_OLD = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this response "
+    "to retrieve the remainder of the results. Continuing with the provided token results in an "
+    "inconsistent list - objects that were created, modified, or deleted between the time the "
+    "first chunk was returned and now may show up in the list."
+)
 
 
 def encode_continue(after: tuple[str, str], rv: int) -> str:

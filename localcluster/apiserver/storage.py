@@ -171,6 +171,11 @@ class Store:
             if watcher.accepts(event):
                 watcher.queue.put_nowait(event)
 
+    @property
+    def compacted_rv(self) -> int:
+        """Changes at or before this resourceVersion are no longer in the history."""
+        return self._compacted_rv
+
     def events_since(self, skey: StorageKey, rv: int) -> builtins.list[WatchEvent]:
         if rv < self._compacted_rv:
             oldest = self._history[0].rv if self._history else self.rv

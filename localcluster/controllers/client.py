@@ -35,6 +35,7 @@ class ClusterAccess:
     server: str
     ssl_context: ssl.SSLContext | bool
     headers: dict[str, str]
+    ca_pem: str = ""  # the cluster's CA (PEM) when the kubeconfig carries it
 
 
 def _pick(entries: list[dict[str, Any]], name: str, what: str) -> dict[str, Any]:
@@ -58,13 +59,15 @@ def load_kubeconfig(path: Path) -> ClusterAccess:
         raise ValueError(f"kubeconfig {path}: the current context's cluster has no server")
 
     verify: ssl.SSLContext | bool
+    ca = ""
+    if cluster.get("certificate-authority-data"):
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+    elif cluster.get("certificate-authority"):
+        ca = (path.parent / cluster["certificate-authority"]).read_text()
     if cluster.get("insecure-skip-tls-verify"):
         verify = False
-    elif cluster.get("certificate-authority-data"):
-        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+    elif ca:
         verify = ssl.create_default_context(cadata=ca)
-    elif cluster.get("certificate-authority"):
-        verify = ssl.create_default_context(cafile=cluster["certificate-authority"])
     else:
         verify = ssl.create_default_context()
     if isinstance(verify, ssl.SSLContext):
@@ -73,7 +76,7 @@ def load_kubeconfig(path: Path) -> ClusterAccess:
     headers = {"Accept": "application/json"}
     if user.get("token"):
         headers["Authorization"] = f"Bearer {user['token']}"
-    return ClusterAccess(server, verify, headers)
+    return ClusterAccess(server, verify, headers, ca)
 
 
 def _load_client_certificate(context: ssl.SSLContext, user: dict[str, Any], base: Path) -> None:

@@ -1,8 +1,11 @@
-"""The namespace controller: empties a terminating namespace, then finalizes it.
+"""The namespace controller: provisions a new namespace; empties a terminating one, then
+finalizes it.
 
-A namespace with a deletionTimestamp has every namespaced object of every resource deleted;
-once none remain, `kubernetes` is removed from `spec.finalizers` through
-`PUT /api/v1/namespaces/<ns>/finalize` and the server drops the namespace.
+Every active namespace gets what kube-controller-manager gives it: the `default` ServiceAccount
+and the `kube-root-ca.crt` ConfigMap holding the cluster's CA. A namespace with a
+deletionTimestamp has every namespaced object of every resource deleted; once none remain,
+`kubernetes` is removed from `spec.finalizers` through `PUT /api/v1/namespaces/<ns>/finalize`
+and the server drops the namespace.
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ from localcluster.controllers.informer import ResourceWatch
 logger = logging.getLogger(__name__)
 
 FINALIZER = "kubernetes"
+ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
+ROOT_CA_DESCRIPTION = (
+    "Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
+    "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
+    "guaranteed across distributions of Kubernetes clusters."
+)
 SWEEP_SECONDS = 0.5
 DISCOVERY_SECONDS = 10.0
 NAMESPACES = Resource(
@@ -33,6 +42,7 @@ class NamespaceController(threading.Thread):
         self.access = access
         self.stop = stop
         self._terminating: set[str] = set()
+        self._unprovisioned: set[str] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._resources: list[Resource] = []
@@ -47,6 +57,9 @@ class NamespaceController(threading.Thread):
                 self._wake.clear()
                 with self._lock:
                     names = sorted(self._terminating)
+                    new = sorted(self._unprovisioned)
+                for name in new:
+                    self._provision(client, name)
                 for name in names:
                     if self.stop.is_set():
                         return
@@ -65,17 +78,66 @@ class NamespaceController(threading.Thread):
     def _on_sync(self, resource: Resource, items: list[dict[str, Any]]) -> None:
         with self._lock:
             self._terminating = {_name(o) for o in items if _terminating(o)}
+            self._unprovisioned = {_name(o) for o in items if not _terminating(o)}
         self._wake.set()
 
     def _on_event(self, resource: Resource, kind: str, obj: dict[str, Any]) -> None:
         with self._lock:
             if kind != "DELETED" and _terminating(obj):
                 self._terminating.add(_name(obj))
+                self._unprovisioned.discard(_name(obj))
             else:
                 self._terminating.discard(_name(obj))
+                if kind == "ADDED":
+                    self._unprovisioned.add(_name(obj))
+                elif kind == "DELETED":
+                    self._unprovisioned.discard(_name(obj))
         self._wake.set()
 
     # work ----------------------------------------------------------------------------------
+
+    def _provision(self, client: ApiClient, namespace: str) -> None:
+        """Create the default ServiceAccount and the root CA ConfigMap; what exists is kept."""
+        wanted: list[tuple[str, dict[str, Any]]] = [
+            (
+                f"/api/v1/namespaces/{namespace}/serviceaccounts",
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
+            )
+        ]
+        if self.access.ca_pem:
+            wanted.append(
+                (
+                    f"/api/v1/namespaces/{namespace}/configmaps",
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {
+                            "name": ROOT_CA_CONFIGMAP,
+                            "annotations": {
+                                "kubernetes.io/description": ROOT_CA_DESCRIPTION,
+                            },
+                        },
+                        "data": {"ca.crt": self.access.ca_pem},
+                    },
+                )
+            )
+        try:
+            for path, body in wanted:
+                try:
+                    client.request("POST", path, body=body)
+                except ApiError as exc:
+                    if exc.code != 409:  # AlreadyExists: the user's own is kept
+                        raise
+        except (ApiError, httpx.HTTPError) as exc:
+            # 403/404: the namespace is going or gone; anything else is tried again.
+            if not (isinstance(exc, ApiError) and exc.code in (403, 404)):
+                logger.info(
+                    "namespace provisioning retried",
+                    extra={"namespace": namespace, "error": str(exc)},
+                )
+                return
+        with self._lock:
+            self._unprovisioned.discard(namespace)
 
     def _namespaced_resources(self, client: ApiClient) -> list[Resource]:
         if time.monotonic() - self._discovered_at > DISCOVERY_SECONDS:

@@ -93,6 +93,26 @@ def test_watch_from_compacted_resource_version_is_gone(api_client: kube_client.A
     assert event["object"]["message"].startswith(f"too old resource version: {start} (")
 
 
+def test_a_continue_token_older_than_the_history_is_gone(
+    api_client: kube_client.ApiClient,
+) -> None:
+    core = kube_client.CoreV1Api(api_client)
+    namespace = _namespace(core, "old-continue")
+    for index in range(3):
+        core.create_namespaced_config_map(namespace, _configmap(f"page-{index}"))
+    token = core.list_namespaced_config_map(namespace, limit=1).metadata._continue
+    assert token
+    for index in range(125):  # 250 writes push the token's snapshot out of the history
+        core.create_namespaced_config_map(namespace, _configmap(f"churn-{index}"))
+        core.delete_namespaced_config_map(f"churn-{index}", namespace)
+    with pytest.raises(ApiException) as raised:
+        core.list_namespaced_config_map(namespace, limit=1, _continue=token)
+    assert raised.value.status == 410
+    status = json.loads(raised.value.body)
+    assert status["reason"] == "Expired"
+    assert status["message"].startswith("The provided continue parameter is too old")
+
+
 def test_stale_update_conflicts(api_client: kube_client.ApiClient) -> None:
     core = kube_client.CoreV1Api(api_client)
     created = core.create_namespaced_config_map("default", _configmap("occ"))

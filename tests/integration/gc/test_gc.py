@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
+
+import yaml
 
 Cluster = Any  # the `cluster` fixture of conftest.py
 
@@ -146,6 +149,20 @@ def test_deleting_a_namespace_empties_it_then_removes_it(cluster: Cluster) -> No
     cluster.kubectl("wait", "--for=delete", f"namespace/{namespace}", WAIT)
     items, _ = cluster.api.list_all(f"/api/v1/namespaces/{namespace}/configmaps")
     assert items == []
+
+
+def test_a_new_namespace_gets_its_service_account_and_root_ca(cluster: Cluster) -> None:
+    namespace = f"fresh-{uuid.uuid4().hex[:6]}"
+    cluster.kubectl("create", "namespace", namespace)
+    cluster.kubectl("wait", "--for=create", "-n", namespace, "serviceaccount/default", WAIT)
+    cluster.kubectl("wait", "--for=create", "-n", namespace, "configmap/kube-root-ca.crt", WAIT)
+    root_ca = cluster.get("-n", namespace, "configmap", "kube-root-ca.crt")
+    assert root_ca is not None
+    kubeconfig = yaml.safe_load(cluster.kubeconfig.read_text())
+    ca = base64.b64decode(kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"])
+    assert root_ca["data"]["ca.crt"] == ca.decode()
+    cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+    cluster.kubectl("wait", "--for=delete", f"namespace/{namespace}", WAIT)
 
 
 def test_custom_resources_created_later_are_collected_too(cluster: Cluster) -> None:
