@@ -18,6 +18,7 @@ from controller.errors import KubeError, NotFoundError
 from controller.kube import COMMANDS, JOBS, Kube, load_api_client
 from controller.runner import Controller
 from controller.settings import Settings
+from shared.cli import show_environment_variables
 from shared.duration import parse_duration
 from shared.labels import BUS_API_VERSION
 from shared.logging import configure_logging
@@ -44,6 +45,7 @@ class DurationParam(click.ParamType):  # type: ignore[type-arg]
 DURATION = DurationParam()
 
 
+@show_environment_variables
 @click.command(
     "controller", context_settings={"auto_envvar_prefix": ENV_PREFIX, "show_default": True}
 )

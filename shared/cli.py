@@ -3,12 +3,13 @@ and loaded only when invoked, so this leaf package never imports the processes i
 
 from __future__ import annotations
 
+import ipaddress
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import click
 
-from shared import certgen, crdgen
+from shared import certgen, crdgen, names
 
 ENTRY_POINT_GROUP = "vcjob.commands"
 
@@ -17,9 +18,9 @@ class PluginGroup(click.Group):
     """A click group whose extra subcommands come from entry points, loaded lazily."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        names = set(super().list_commands(ctx))
-        names.update(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
-        return sorted(names)
+        commands = set(super().list_commands(ctx))
+        commands.update(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+        return sorted(commands)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         builtin = super().get_command(ctx, cmd_name)
@@ -32,6 +33,15 @@ class PluginGroup(click.Group):
                     raise click.ClickException(f"entry point {ep.value} is not a click command")
                 return command
         return None
+
+
+def show_environment_variables(command: click.Command) -> click.Command:
+    """List each option's environment variable in `--help` (`[env var: VCJOB_WEBHOOK_PORT]`);
+    click shows the names its `auto_envvar_prefix` derives only when asked per option."""
+    for param in command.params:
+        if isinstance(param, click.Option):
+            param.show_envvar = True
+    return command
 
 
 @click.group(cls=PluginGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -56,6 +66,24 @@ def crds_command(write_dir: Path | None) -> None:
         click.echo(str(path))
 
 
+def _certificate_hosts(
+    ctx: click.Context, param: click.Parameter, hosts: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Each host must be an IP address or a DNS name (a leading `*.` wildcard allowed)."""
+    for host in hosts:
+        try:
+            ipaddress.ip_address(host)
+            continue
+        except ValueError:
+            pass
+        name = host.lower().removeprefix("*.")
+        if problems := names.dns1123_subdomain(name):
+            raise click.BadParameter(
+                f"{host!r} is neither an IP address nor a DNS name: {'; '.join(problems)}"
+            )
+    return hosts
+
+
 @main.command("certs")
 @click.option(
     "--out-dir",
@@ -68,6 +96,7 @@ def crds_command(write_dir: Path | None) -> None:
     "hosts",
     multiple=True,
     required=True,
+    callback=_certificate_hosts,
     help="A DNS name or IP address the serving certificate is valid for (repeatable).",
 )
 @click.option("--days", default=365, show_default=True, type=click.IntRange(min=1))

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from shared import certgen, labels
+from shared.cli import show_environment_variables
 from shared.logging import configure_logging
 from webhook.settings import Settings
 
@@ -59,6 +60,7 @@ def _start_self_managed_certs(
     return stop
 
 
+@show_environment_variables
 @click.command("webhook", context_settings={"auto_envvar_prefix": ENV_PREFIX})
 @click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")  # noqa: S104
 @click.option(

@@ -1031,4 +1031,20 @@ def _bound_errors(defaulted: dict[str, Any]) -> list[FieldError]:
     _check_task_bounds(rules)
     _check_job_bounds(rules)
     _check_success_policy(rules)
+    _check_mutable_names(rules)
     return rules.errors
+
+
+def _check_mutable_names(rules: _Rules) -> None:
+    """The names an update may change must still be names."""
+    spec = rules.job.spec
+    priority = spec.priority_class_name
+    if priority and (problems := names.dns1123_subdomain(priority)):
+        rules.add(
+            FieldError.invalid(SPEC.child("priorityClassName"), priority, "; ".join(problems))
+        )
+    for i, volume in enumerate(spec.volumes or []):
+        claim_name = volume.volume_claim_name
+        if claim_name and (problems := names.dns1123_subdomain(claim_name)):
+            where = SPEC.child("volumes").index(i).child("volumeClaimName")
+            rules.add(FieldError.invalid(where, claim_name, "; ".join(problems)))

@@ -201,6 +201,15 @@ def test_immutable_fields_name_each_change(
     assert errors(changed(edit)) == expected
 
 
+def test_a_written_back_claim_name_must_be_a_name() -> None:
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    old = stored(volumes=[{"mountPath": "/d", "volumeClaim": claim}])
+    good = changed(lambda j: spec(j)["volumes"][0].update(volumeClaimName="job-pvc-abc12"), old)
+    assert errors(good, old) == []
+    bad = changed(lambda j: spec(j)["volumes"][0].update(volumeClaimName="Bad_Name"), old)
+    assert [e.split(":")[0] for e in errors(bad, old)] == ["spec.volumes[0].volumeClaimName"]
+
+
 def test_claim_name_of_an_existing_pvc_volume_is_immutable() -> None:
     old = stored(volumes=[{"mountPath": "/d", "volumeClaimName": "data"}])
     new = changed(lambda j: spec(j)["volumes"][0].update(volumeClaimName="other"), old)
@@ -237,6 +246,16 @@ BOUNDS = [
         lambda j: spec(j).update(minAvailable=-1),
         ["spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"],
         id="job-minAvailable-non-negative",
+    ),
+    pytest.param(
+        lambda j: spec(j).update(priorityClassName="Not_A_Name"),
+        [
+            'spec.priorityClassName: Invalid value: "Not_A_Name": a lowercase RFC 1123 subdomain '
+            "must consist of lower case alphanumeric characters, '-' or '.', and must start and "
+            "end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+        ],
+        id="priorityClassName-still-a-name",
     ),
     pytest.param(
         lambda j: spec(j).update(minAvailable=0),
