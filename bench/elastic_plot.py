@@ -24,8 +24,21 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 COLORS = {"a": "tab:blue", "b": "tab:orange", "c": "tab:green"}
 
 
+FINISHED = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
+
+
 def series(samples: list[dict[str, Any]], key: str, job: str) -> list[int]:
     return [int(sample[key].get(job, 0)) for sample in samples]
+
+
+def spec_series(samples: list[dict[str, Any]], job: str) -> list[float]:
+    """The spec's replicas while the job exists and has not finished (NaN: no line)."""
+    return [
+        float(sample["replicas"][job])
+        if job in sample["replicas"] and sample.get("phase", {}).get(job) not in FINISHED
+        else float("nan")
+        for sample in samples
+    ]
 
 
 def plot(run: dict[str, Any], output: Path) -> None:
@@ -37,10 +50,11 @@ def plot(run: dict[str, Any], output: Path) -> None:
     )
     # Equal counts would hide each other: each job's line is nudged a little.
     for offset, job in zip((-0.06, 0.0, 0.06), jobs, strict=False):
-        replicas = [value + offset for value in series(samples, "replicas", job)]
+        replicas = [value + offset for value in spec_series(samples, job)]
         spec_axes.step(times, replicas, where="post", color=COLORS.get(job), linewidth=2, label=job)
     spec_axes.set_ylabel("worker replicas (spec)")
-    spec_axes.set_ylim(0, run["gpus"] + 1)
+    # Headroom above the lines for the event labels.
+    spec_axes.set_ylim(0, run["gpus"] + 3)
     spec_axes.legend(loc="upper right", fontsize=8)
     spec_axes.set_title("Elastic autoscaler: a and b (1..6 workers) share 8 GPUs with c (3 GPUs)")
 
@@ -61,7 +75,7 @@ def plot(run: dict[str, Any], output: Path) -> None:
         for axes in (spec_axes, used_axes):
             axes.axvline(mark["t"], color="black", linewidth=0.6, alpha=0.4)
         spec_axes.text(
-            mark["t"] + 0.15, run["gpus"] + 0.8, mark["label"], rotation=90, va="top", fontsize=7
+            mark["t"] + 0.15, run["gpus"] + 2.8, mark["label"], rotation=90, va="top", fontsize=7
         )
     figure.tight_layout()
     figure.savefig(output)
