@@ -297,7 +297,7 @@ class AdmissionChain:
         self._list_configurations = list_configurations
         self._namespace_labels = namespace_labels
         self._resolve_service = resolve_service or _local_service
-        self._clients: dict[tuple[str, int], httpx.AsyncClient] = {}
+        self._clients: dict[tuple[str, str, int], httpx.AsyncClient] = {}
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
@@ -419,7 +419,7 @@ class AdmissionChain:
         target = await self._target(client_config, int(timeout))
         uid = str(uuid.uuid4())
         body = json.dumps(build_review(attrs, uid)).encode()
-        client = self._client(client_config.get("caBundle") or "")
+        client = self._client(client_config.get("caBundle") or "", target.server_name or "")
         extensions: dict[str, Any] = {}
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if target.server_name:
@@ -466,9 +466,11 @@ class AdmissionChain:
             server_name=host,
         )
 
-    def _client(self, ca_bundle: str) -> httpx.AsyncClient:
-        """One client per trust root and event loop; pooled connections are reused."""
-        key = (ca_bundle, id(asyncio.get_running_loop()))
+    def _client(self, ca_bundle: str, server_name: str) -> httpx.AsyncClient:
+        """One client per trust root, verified name and event loop. Pools are keyed by the
+        address connected to, so a connection verified for one name must never serve another
+        (a Service resolves to an address other webhooks may use too)."""
+        key = (ca_bundle, server_name, id(asyncio.get_running_loop()))
         client = self._clients.get(key)
         if client is None:
             context = ssl.create_default_context()

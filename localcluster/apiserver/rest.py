@@ -147,11 +147,22 @@ class Api:
 
                 self._admission = (
                     admission,
-                    admission.AdmissionChain(self._webhook_configurations, self._namespace_labels),
+                    admission.AdmissionChain(
+                        self._webhook_configurations,
+                        self._namespace_labels,
+                        self._webhook_service,
+                    ),
                 )
             except ImportError:
                 log.warning("admission webhooks unavailable: admission module missing")
         return self._admission
+
+    async def _webhook_service(self, namespace: str, name: str, port: int) -> tuple[str, int]:
+        """A webhook's Service must exist; nothing runs in pods, so it listens on this machine
+        at the Service's port."""
+        if self.store.get(("", "services"), namespace, name) is None:
+            raise errors.not_found("services", name)
+        return "127.0.0.1", port
 
     async def _webhook_configurations(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         group = "admissionregistration.k8s.io"

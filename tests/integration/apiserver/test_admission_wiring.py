@@ -156,3 +156,44 @@ def test_mutation_validation_denial_and_warnings(
     finally:
         kubectl.run("delete", "mutatingwebhookconfiguration", "mutate")
         kubectl.run("delete", "validatingwebhookconfiguration", "validate")
+
+
+def test_a_webhook_service_reaches_this_machine_and_must_exist(
+    kubectl: Kubectl, webhook: tuple[int, bytes]
+) -> None:
+    """Nothing runs in pods here: a webhook Service listens on 127.0.0.1 at its own port."""
+    port, ca = webhook
+    configuration = json.loads(_configuration("ValidatingWebhookConfiguration", "svc", port, ca))
+    hook = configuration["webhooks"][0]
+    hook["clientConfig"] = {
+        "service": {"namespace": "hooks", "name": "validator", "path": "/validate", "port": port},
+        "caBundle": hook["clientConfig"]["caBundle"],
+    }
+    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": "svc-hooked"}}
+    kubectl.run("create", "namespace", "svc-hooked")
+    kubectl.run("create", "-f", "-", stdin=json.dumps(configuration))
+    manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: NAME, namespace: svc-hooked}\n"
+    try:
+        missing = kubectl.run("create", "-f", "-", stdin=manifest.replace("NAME", "a"), check=False)
+        assert missing.returncode == 1
+        assert (
+            'failed calling webhook "svc.example.com": failed to call webhook: '
+            'services "validator" not found' in missing.stderr
+        )
+        kubectl.run("create", "namespace", "hooks")
+        service = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "validator", "namespace": "hooks"},
+            "spec": {"ports": [{"port": port}]},
+        }
+        kubectl.run("create", "-f", "-", stdin=json.dumps(service))
+        # The certificate names 127.0.0.1 and localhost, not validator.hooks.svc: kube verifies
+        # the Service's DNS name, so the call now reaches the webhook and fails verification.
+        unverified = kubectl.run(
+            "create", "-f", "-", stdin=manifest.replace("NAME", "b"), check=False
+        )
+        assert 'Post "https://validator.hooks.svc:' in unverified.stderr
+        assert "tls: failed to verify" in unverified.stderr
+    finally:
+        kubectl.run("delete", "validatingwebhookconfiguration", "svc")
