@@ -89,6 +89,11 @@ class FieldError:
         return cls(ErrorType.INVALID, str(path), detail, value, True)
 
     @classmethod
+    def invalid_each(cls, path: Path, value: Any, problems: Iterable[str]) -> list[FieldError]:
+        """One error per problem, as Kubernetes reports them (never one joined message)."""
+        return [cls.invalid(path, value, problem) for problem in problems]
+
+    @classmethod
     def duplicate(cls, path: Path, value: Any) -> FieldError:
         return cls(ErrorType.DUPLICATE, str(path), "", value, True)
 

@@ -306,7 +306,7 @@ def _container_errors(
     seen_ports: set[str] = set()  # port names are unique within a container, as in Kubernetes
     name = container.get("name")
     if isinstance(name, str) and name and (problems := names.dns1123_label(name)):
-        errors.append(FieldError.invalid(path.child("name"), name, "; ".join(problems)))
+        errors.extend(FieldError.invalid_each(path.child("name"), name, problems))
     image = container.get("image")
     if image is None or (isinstance(image, str) and not image.strip()):
         errors.append(FieldError.required(path.child("image")))
@@ -329,9 +329,7 @@ def _container_errors(
         port_name = port.get("name")
         if isinstance(port_name, str) and port_name:
             if problems := names.port_name(port_name):
-                errors.append(
-                    FieldError.invalid(where.child("name"), port_name, "; ".join(problems))
-                )
+                errors.extend(FieldError.invalid_each(where.child("name"), port_name, problems))
             elif port_name in seen_ports:
                 errors.append(FieldError.duplicate(where.child("name"), port_name))
             seen_ports.add(port_name)
@@ -341,9 +339,9 @@ def _container_errors(
             if not env_name:
                 errors.append(FieldError.required(path.child("env").index(j).child("name")))
             elif problems := names.env_var_name(env_name):
-                errors.append(
-                    FieldError.invalid(
-                        path.child("env").index(j).child("name"), env_name, "; ".join(problems)
+                errors.extend(
+                    FieldError.invalid_each(
+                        path.child("env").index(j).child("name"), env_name, problems
                     )
                 )
     for j, mount in _dicts(container.get("volumeMounts")):
@@ -384,7 +382,7 @@ def _semantic_errors(template: dict[str, Any], base: Path) -> list[FieldError]:
             continue
         where = spec_path.child("volumes").index(j).child("name")
         if problems := names.dns1123_label(volume_name):
-            errors.append(FieldError.invalid(where, volume_name, "; ".join(problems)))
+            errors.extend(FieldError.invalid_each(where, volume_name, problems))
         elif volume_name in volume_names:
             errors.append(FieldError.duplicate(where, volume_name))
         volume_names.add(volume_name)

@@ -260,9 +260,8 @@ class _Rules:
         return {t.name for t in self.tasks if t.name}
 
 
-def _label_error(path: Path, value: str) -> FieldError | None:
-    problems = names.dns1123_label(value)
-    return FieldError.invalid(path, value, "; ".join(problems)) if problems else None
+def _label_errors(path: Path, value: str) -> list[FieldError]:
+    return FieldError.invalid_each(path, value, names.dns1123_label(value))
 
 
 def _job_name(rules: _Rules) -> str | None:
@@ -270,21 +269,23 @@ def _job_name(rules: _Rules) -> str | None:
     metadata = rules.job.metadata
     name = metadata.get("name")
     if isinstance(name, str) and name:
-        error = _label_error(Path.of("metadata", "name"), name)
-        if error:
-            rules.add(error)
+        label_errors = _label_errors(Path.of("metadata", "name"), name)
+        if label_errors:
+            rules.errors.extend(label_errors)
             return None
         return name
     generate = metadata.get("generateName")
     if isinstance(generate, str) and generate:
         probe = generate + GENERATED_SUFFIX
-        if names.dns1123_label(probe):
-            rules.add(
-                FieldError.invalid(
+        if problems := names.dns1123_label(probe):
+            rules.errors.extend(
+                FieldError.invalid_each(
                     Path.of("metadata", "generateName"),
                     generate,
-                    "with the generated suffix the name must be a DNS-1123 label: "
-                    + "; ".join(names.dns1123_label(probe)),
+                    [
+                        f"with the generated suffix the name must be a DNS-1123 label: {p}"
+                        for p in problems
+                    ],
                 )
             )
             return None
@@ -302,9 +303,9 @@ def _check_task_names(rules: _Rules, job_name: str | None) -> None:
         name = task.name
         if name is None or not rules.ok(where):
             continue
-        error = _label_error(where, name)
-        if error:
-            rules.add(error)
+        label_errors = _label_errors(where, name)
+        if label_errors:
+            rules.errors.extend(label_errors)
             continue
         if name in seen:
             rules.add(FieldError.duplicate(where, name))
@@ -762,7 +763,7 @@ def _check_volumes(rules: _Rules) -> None:
                 )
             )
         elif claim_name and (problems := names.dns1123_subdomain(claim_name)):
-            rules.add(FieldError.invalid(name_path, claim_name, "; ".join(problems)))
+            rules.errors.extend(FieldError.invalid_each(name_path, claim_name, problems))
 
 
 def _check_queue(rules: _Rules, queues: QueueView) -> None:
@@ -801,15 +802,17 @@ def _check_job_scalars(rules: _Rules) -> None:
     spec = rules.job.spec
     scheduler = spec.scheduler_name
     if scheduler and (problems := names.dns1123_subdomain(scheduler)):
-        rules.add(FieldError.invalid(SPEC.child("schedulerName"), scheduler, "; ".join(problems)))
+        rules.errors.extend(
+            FieldError.invalid_each(SPEC.child("schedulerName"), scheduler, problems)
+        )
     priority = spec.priority_class_name
     if priority and (problems := names.dns1123_subdomain(priority)):
-        rules.add(
-            FieldError.invalid(SPEC.child("priorityClassName"), priority, "; ".join(problems))
+        rules.errors.extend(
+            FieldError.invalid_each(SPEC.child("priorityClassName"), priority, problems)
         )
     queue = spec.queue
     if queue and (problems := names.dns1123_subdomain(queue)):
-        rules.add(FieldError.invalid(SPEC.child("queue"), queue, "; ".join(problems)))
+        rules.errors.extend(FieldError.invalid_each(SPEC.child("queue"), queue, problems))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1040,11 +1043,11 @@ def _check_mutable_names(rules: _Rules) -> None:
     spec = rules.job.spec
     priority = spec.priority_class_name
     if priority and (problems := names.dns1123_subdomain(priority)):
-        rules.add(
-            FieldError.invalid(SPEC.child("priorityClassName"), priority, "; ".join(problems))
+        rules.errors.extend(
+            FieldError.invalid_each(SPEC.child("priorityClassName"), priority, problems)
         )
     for i, volume in enumerate(spec.volumes or []):
         claim_name = volume.volume_claim_name
         if claim_name and (problems := names.dns1123_subdomain(claim_name)):
             where = SPEC.child("volumes").index(i).child("volumeClaimName")
-            rules.add(FieldError.invalid(where, claim_name, "; ".join(problems)))
+            rules.errors.extend(FieldError.invalid_each(where, claim_name, problems))

@@ -113,6 +113,15 @@ def test_a_valid_job_passes() -> None:
     assert errors(job()) == []
 
 
+def test_each_problem_of_a_name_is_its_own_error() -> None:
+    """As Kubernetes reports them: the joined message stays unambiguous."""
+    name = "X" * 64
+    found = errors(with_container(name=name))
+    assert [e.split(": Invalid value:")[0] for e in found] == [f"{C0}.name", f"{C0}.name"]
+    assert "must be no more than 63 characters" in found[0]
+    assert "a lowercase RFC 1123 label must consist of" in found[1]
+
+
 def test_port_names_are_unique_per_container_not_per_pod() -> None:
     web = [{"containerPort": 80, "name": "web"}]
     sidecar = container("sidecar", ports=[{"containerPort": 8080, "name": "web"}])
