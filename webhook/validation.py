@@ -762,8 +762,8 @@ def _check_volumes(rules: _Rules) -> None:
                     "an existing PVC, or only volumeClaim to create a new one",
                 )
             )
-        elif claim_name and (problems := names.dns1123_subdomain(claim_name)):
-            rules.errors.extend(FieldError.invalid_each(name_path, claim_name, problems))
+        else:
+            rules.errors.extend(_subdomain_errors(name_path, claim_name))
 
 
 def _check_queue(rules: _Rules, queues: QueueView) -> None:
@@ -797,22 +797,19 @@ def _check_queue(rules: _Rules, queues: QueueView) -> None:
         )
 
 
+def _subdomain_errors(path: Path, value: str | None) -> list[FieldError]:
+    """A name that is set must be a DNS-1123 subdomain."""
+    return FieldError.invalid_each(path, value, names.dns1123_subdomain(value)) if value else []
+
+
 def _check_job_scalars(rules: _Rules) -> None:
     """What the models cannot express on their own (their ge= bounds are already checked)."""
     spec = rules.job.spec
-    scheduler = spec.scheduler_name
-    if scheduler and (problems := names.dns1123_subdomain(scheduler)):
-        rules.errors.extend(
-            FieldError.invalid_each(SPEC.child("schedulerName"), scheduler, problems)
-        )
-    priority = spec.priority_class_name
-    if priority and (problems := names.dns1123_subdomain(priority)):
-        rules.errors.extend(
-            FieldError.invalid_each(SPEC.child("priorityClassName"), priority, problems)
-        )
-    queue = spec.queue
-    if queue and (problems := names.dns1123_subdomain(queue)):
-        rules.errors.extend(FieldError.invalid_each(SPEC.child("queue"), queue, problems))
+    rules.errors.extend(_subdomain_errors(SPEC.child("schedulerName"), spec.scheduler_name))
+    rules.errors.extend(
+        _subdomain_errors(SPEC.child("priorityClassName"), spec.priority_class_name)
+    )
+    rules.errors.extend(_subdomain_errors(SPEC.child("queue"), spec.queue))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1041,13 +1038,9 @@ def _bound_errors(defaulted: dict[str, Any]) -> list[FieldError]:
 def _check_mutable_names(rules: _Rules) -> None:
     """The names an update may change must still be names."""
     spec = rules.job.spec
-    priority = spec.priority_class_name
-    if priority and (problems := names.dns1123_subdomain(priority)):
-        rules.errors.extend(
-            FieldError.invalid_each(SPEC.child("priorityClassName"), priority, problems)
-        )
+    rules.errors.extend(
+        _subdomain_errors(SPEC.child("priorityClassName"), spec.priority_class_name)
+    )
     for i, volume in enumerate(spec.volumes or []):
-        claim_name = volume.volume_claim_name
-        if claim_name and (problems := names.dns1123_subdomain(claim_name)):
-            where = SPEC.child("volumes").index(i).child("volumeClaimName")
-            rules.errors.extend(FieldError.invalid_each(where, claim_name, problems))
+        where = SPEC.child("volumes").index(i).child("volumeClaimName")
+        rules.errors.extend(_subdomain_errors(where, volume.volume_claim_name))
