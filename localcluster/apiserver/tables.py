@@ -262,6 +262,23 @@ def _deployment_row(deployment: dict[str, Any], now: dt.datetime) -> list[Any]:
     ]
 
 
+def _replica_set_row(replica_set: dict[str, Any], now: dt.datetime) -> list[Any]:
+    spec = replica_set.get("spec") or {}
+    status = replica_set.get("status") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    selector = (spec.get("selector") or {}).get("matchLabels") or {}
+    return [
+        replica_set["metadata"].get("name"),
+        spec.get("replicas", 1),
+        status.get("replicas", 0),
+        status.get("readyReplicas", 0),
+        age(replica_set["metadata"].get("creationTimestamp"), now),
+        ",".join(c.get("name", "") for c in containers),
+        ",".join(c.get("image", "") for c in containers),
+        ",".join(f"{k}={v}" for k, v in selector.items()),
+    ]
+
+
 def _namespace_row(namespace: dict[str, Any], now: dt.datetime) -> list[Any]:
     return [
         namespace["metadata"].get("name"),
@@ -332,6 +349,21 @@ BUILTIN_COLUMNS: dict[tuple[str, str], tuple[list[dict[str, Any]], Any]] = {
         _deployment_row,
     ),
 }
+
+
+BUILTIN_COLUMNS[("apps", "replicasets")] = (
+    [
+        dict(NAME_COLUMN),
+        _column("Desired", "Number of desired pods.", kind="integer"),
+        _column("Current", "Number of actual replicas.", kind="integer"),
+        _column("Ready", "Number of ready replicas.", kind="integer"),
+        dict(AGE_COLUMN),
+        _column("Containers", "Names of each container in the template.", 1),
+        _column("Images", "Images referenced by each container in the template.", 1),
+        _column("Selector", "Label selector for pods.", 1),
+    ],
+    _replica_set_row,
+)
 
 
 def _crd_definition_row(crd: dict[str, Any], now: dt.datetime) -> list[Any]:

@@ -6,6 +6,9 @@ else the simulator's default), then exits with code 0, or with `sim.vcjob.io/exi
 what an exit means, as on a real node: Never ends the pod, OnFailure restarts failed containers,
 Always (the Kubernetes default) restarts every exit. A pod being deleted has its containers killed
 (exit code 137), then is removed after its grace period, capped at ~0.5 s.
+
+A pod controlled by a ReplicaSet, StatefulSet or DaemonSet and carrying none of those annotations is
+a long-running server (think nginx): it runs, Ready, until it is deleted.
 """
 
 from __future__ import annotations
@@ -26,12 +29,40 @@ DEFAULT_GRACE_SECONDS = 30
 KILLED_EXIT_CODE = 137
 
 
+#: Kinds (of group apps) whose pods serve until deleted unless an annotation scripts them.
+LONG_RUNNING_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "DaemonSet"})
+SCRIPT_KEYS = (SIM_RUNTIME_KEY, SIM_FAIL_AFTER_KEY, SIM_EXIT_CODE_KEY)
+
+
 @dataclass(frozen=True)
 class Script:
-    """How a pod's containers behave: they stop `lifetime` after each start with `exit_code`."""
+    """How a pod's containers behave: they stop `lifetime` after each start with `exit_code`;
+    a `lifetime` of None means they run until the pod is deleted."""
 
-    lifetime: timedelta
+    lifetime: timedelta | None
     exit_code: int
+
+
+def runs_until_deleted(pod: Mapping[str, Any]) -> bool:
+    """A workload controller's pod without a script annotation: a server that never exits."""
+    metadata = pod.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    if any(key in annotations for key in SCRIPT_KEYS):
+        return False
+    for ref in metadata.get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            return group == "apps" and ref.get("kind") in LONG_RUNNING_OWNERS
+    return False
+
+
+def script_for_pod(pod: Mapping[str, Any], default_runtime: timedelta) -> tuple[Script, list[str]]:
+    """The pod's script: forever for a workload controller's unscripted pod, else
+    `pod_script` of its annotations."""
+    if runs_until_deleted(pod):
+        return Script(None, 0), []
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return pod_script(annotations, default_runtime)
 
 
 def pod_script(
@@ -364,7 +395,7 @@ def next_step(
         if now - times.bound_seen >= START_DELAY:
             return Step(Action.START, start_status(pod, host_ip, now))
         return None
-    if times.started is None or now - times.started < script.lifetime:
+    if script.lifetime is None or times.started is None or now - times.started < script.lifetime:
         return None
     policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
     if policy == "Always" or (policy == "OnFailure" and script.exit_code != 0):

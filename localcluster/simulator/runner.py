@@ -305,8 +305,7 @@ class Simulator:
         """The pod's script, read once per pod (with one warning per bad annotation)."""
         script = self._scripts.get(uid)
         if script is None:
-            annotations = (pod.get("metadata") or {}).get("annotations") or {}
-            script, problems = kubelet.pod_script(annotations, self._default_runtime)
+            script, problems = kubelet.script_for_pod(pod, self._default_runtime)
             for problem in problems:
                 log.warning(
                     "pod annotation ignored", extra={"pod": object_key(pod), "problem": problem}
