@@ -15,7 +15,10 @@ from pathlib import Path
 from localcluster.controllers.client import load_kubeconfig
 from localcluster.controllers.gc import GarbageCollector
 from localcluster.controllers.namespaces import NamespaceController
-from localcluster.controllers.workloads import DeploymentController, ReplicaSetController
+from localcluster.controllers.workloads.controllers import (
+    DeploymentController,
+    ReplicaSetController,
+)
 
 __all__ = ["start_controllers"]
 

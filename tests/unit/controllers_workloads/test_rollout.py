@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from localcluster.controllers.workloads import (
-    REVISION,
+from localcluster.controllers.workloads.objects import REVISION
+from localcluster.controllers.workloads.rollout import (
     fenceposts,
     history_to_delete,
     new_replica_set_target,

@@ -5,16 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from localcluster.controllers.workloads import (
-    NEW_RS_AVAILABLE,
-    NEW_RS_CREATED,
-    RS_UPDATED,
-    Cache,
-    deployment_status,
+from localcluster.controllers.workloads.controllers import Cache
+from localcluster.controllers.workloads.objects import NEW_RS_AVAILABLE, NEW_RS_CREATED, RS_UPDATED
+from localcluster.controllers.workloads.replicasets import (
     pods_to_delete,
     replica_set_status,
     status_patch,
 )
+from localcluster.controllers.workloads.status import deployment_status
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 AT = "2026-01-01T12:00:00Z"

@@ -6,14 +6,11 @@ import copy
 import re
 from typing import Any
 
-from localcluster.controllers.workloads import (
-    POD_TEMPLATE_HASH,
-    REVISION,
-    REVISION_HISTORY,
+from localcluster.controllers.workloads.objects import POD_TEMPLATE_HASH, REVISION, REVISION_HISTORY
+from localcluster.controllers.workloads.replicasets import new_pod
+from localcluster.controllers.workloads.rollout import new_replica_set, replica_set_annotations
+from localcluster.controllers.workloads.templates import (
     find_new_replica_set,
-    new_pod,
-    new_replica_set,
-    replica_set_annotations,
     replica_set_name,
     safe_encode,
     template_hash,
