@@ -253,6 +253,8 @@ class Application:
     async def _handle(self, method: str, request: ApiRequest, route: Route) -> Response:
         api = self.api
         sub = route.subresource
+        if sub == "scale" and route.name is not None and method in ("GET", "PUT", "PATCH"):
+            return await api.scale(request)
         if method == "GET":
             return api.list_response(request) if route.name is None else api.get(request)
         if method == "POST":

@@ -17,6 +17,7 @@ from typing import Any
 
 from localcluster.apiserver.registry import (
     STATUS_VERBS,
+    SUBRESOURCE_GROUP_VERSIONS,
     SUBRESOURCE_KINDS,
     SUBRESOURCE_VERBS,
     Registry,
@@ -202,15 +203,16 @@ def api_resource_list(registry: Registry, group: str, version: str) -> dict[str,
             entry["categories"] = list(resource.categories)
         resources.append(entry)
         for sub in resource.subresources:
-            resources.append(
-                {
-                    "name": f"{resource.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": resource.namespaced,
-                    "kind": SUBRESOURCE_KINDS.get(sub, resource.kind),
-                    "verbs": list(SUBRESOURCE_VERBS.get(sub, STATUS_VERBS)),
-                }
-            )
+            sub_entry: dict[str, Any] = {
+                "name": f"{resource.plural}/{sub}",
+                "singularName": "",
+                "namespaced": resource.namespaced,
+                "kind": SUBRESOURCE_KINDS.get(sub, resource.kind),
+                "verbs": list(SUBRESOURCE_VERBS.get(sub, STATUS_VERBS)),
+            }
+            if sub in SUBRESOURCE_GROUP_VERSIONS:
+                sub_entry["group"], sub_entry["version"] = SUBRESOURCE_GROUP_VERSIONS[sub]
+            resources.append(sub_entry)
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",

@@ -104,7 +104,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "Deployment",
         short=("deploy",),
         categories=("all",),
-        sub=("status",),
+        sub=("status", "scale"),
     ),
     _t(
         "apps",
@@ -113,7 +113,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "ReplicaSet",
         short=("rs",),
         categories=("all",),
-        sub=("status",),
+        sub=("status", "scale"),
     ),
     _t(
         "apps",
@@ -122,7 +122,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "StatefulSet",
         short=("sts",),
         categories=("all",),
-        sub=("status",),
+        sub=("status", "scale"),
     ),
     _t(
         "apps", "v1", "daemonsets", "DaemonSet", short=("ds",), categories=("all",), sub=("status",)
@@ -188,12 +188,18 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
 
 # Subresources answered with a clear "not supported" Status rather than a bare 404.
 UNSUPPORTED_SUBRESOURCES = frozenset(
-    {"exec", "log", "portforward", "attach", "proxy", "scale", "eviction", "ephemeralcontainers"}
+    {"exec", "log", "portforward", "attach", "proxy", "eviction", "ephemeralcontainers"}
 )
 
 # Kinds of subresource discovery entries.
-SUBRESOURCE_KINDS = {"binding": "Binding"}
-SUBRESOURCE_VERBS = {"binding": ("create",), "finalize": ("update",)}
+SUBRESOURCE_KINDS = {"binding": "Binding", "scale": "Scale"}
+SUBRESOURCE_VERBS = {
+    "binding": ("create",),
+    "finalize": ("update",),
+    "scale": ("get", "patch", "update"),
+}
+# Subresources served in another API group's kind, as kube's discovery says.
+SUBRESOURCE_GROUP_VERSIONS = {"scale": ("autoscaling", "v1")}
 
 CRD_TYPE = next(t for t in BUILTIN_TYPES if t.plural == "customresourcedefinitions")
 NAMESPACE_TYPE = next(t for t in BUILTIN_TYPES if t.plural == "namespaces")

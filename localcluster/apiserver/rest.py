@@ -22,6 +22,7 @@ from localcluster.apiserver import (
     fieldselect,
     patches,
     protobuf,
+    scale,
     strict,
     validation,
 )
@@ -888,6 +889,28 @@ class Api:
         if old is None:
             raise errors.not_found(resource.plural, request.name or "", resource.group)
         return await self._update_object(request, body, old)
+
+    async def scale(self, request: ApiRequest) -> Response:
+        """GET, PUT or PATCH the `scale` subresource: a Scale view of the workload."""
+        old = self._get_existing(request)
+        current = scale.scale_of(old)
+        if request.method == "GET":
+            return Response(200, current)
+        content_type = "" if request.method == "PUT" else request.content_type.split(";")[0]
+        wanted = scale.wanted_scale(current, _load_body(request), content_type.strip())
+        inner = ApiRequest(
+            "PUT",
+            request.resource,
+            request.namespace,
+            request.name,
+            None,
+            request.query,
+            b"",
+            "application/json",
+            request.username,
+        )
+        response = await self._update_object(inner, scale.scaled(old, wanted), old)
+        return Response(response.code, scale.scale_of(response.body), response.warnings)
 
     async def finalize_namespace(self, request: ApiRequest) -> Response:
         body = _object_body(request)

@@ -424,3 +424,20 @@ def test_field_selectors_on_unset_booleans_select_false(kubectl: Kubectl) -> Non
         "get", "pods", "--field-selector", "spec.hostNetwork=false", "-o", "name"
     ).stdout.split()
     assert "pod/plain" in names
+
+
+def test_kubectl_scale_through_the_scale_subresource(kubectl: Kubectl) -> None:
+    kubectl.run("create", "deployment", "scaled", "--image=nginx:1.25", "--replicas=1")
+    assert (
+        "deployment.apps/scaled scaled"
+        in kubectl.run("scale", "deploy/scaled", "--replicas=4").stdout
+    )
+    deployment = json.loads(kubectl.run("get", "deploy", "scaled", "-o", "json").stdout)
+    assert deployment["spec"]["replicas"] == 4
+    stale = kubectl.run(
+        "scale", "deploy/scaled", "--replicas=2", "--resource-version=1", check=False
+    )
+    assert stale.returncode == 1  # kubectl compares it with the Scale it read
+    assert "Expected resource version to be 1, was" in stale.stderr
+    refused = kubectl.run("scale", "configmap/ssa", "--replicas=2", check=False)
+    assert refused.returncode == 1
