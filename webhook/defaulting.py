@@ -138,14 +138,12 @@ def _apply_defaults(job: dict[str, Any], scheduler_name: str) -> dict[str, Any]:
     return job
 
 
-_UNCHANGED: Final = "\u2026unchanged"
-
-
 def _skeletons(old: Any, new: Any) -> tuple[Any, Any]:
-    """`old` and `new` without the subtrees that are equal in both at the same place (dropped
-    from objects; replaced by one placeholder in lists, where positions matter), so the diff
-    only walks what changed. The patch is the same: jsonpatch emits nothing for equal values
-    at equal paths."""
+    """`old` and `new` without the subtrees that are equal in both at the same place, so the
+    diff only walks what changed. The patch is the same: jsonpatch emits nothing for equal
+    values at equal paths. Lists of equal length become objects keyed by index: their JSON
+    Pointers (`/spec/tasks/0/...`) are the same, and jsonpatch's list diff (a search for runs
+    of changes, with copies) is by far its slowest part."""
     if isinstance(old, dict) and isinstance(new, dict):
         old_out: dict[str, Any] = {}
         new_out: dict[str, Any] = {}
@@ -160,11 +158,12 @@ def _skeletons(old: Any, new: Any) -> tuple[Any, Any]:
                 new_out[key] = value
         return old_out, new_out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        pairs = [
-            (_UNCHANGED, _UNCHANGED) if a == b else _skeletons(a, b)
-            for a, b in zip(old, new, strict=True)
-        ]
-        return [p[0] for p in pairs], [p[1] for p in pairs]
+        old_items: dict[str, Any] = {}
+        new_items: dict[str, Any] = {}
+        for index, (a, b) in enumerate(zip(old, new, strict=True)):
+            if a != b:
+                old_items[str(index)], new_items[str(index)] = _skeletons(a, b)
+        return old_items, new_items
     return old, new
 
 
