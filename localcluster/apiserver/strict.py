@@ -7,12 +7,26 @@ with 400. This walks the object along its 1.31 OpenAPI definition to do the same
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from localcluster.apiserver.discovery import builtin_definition_name, builtin_definitions
 
+# The definitions are loaded once and never change, so what is derived from one of their schema
+# nodes is kept by the node's identity: each object walk then only looks things up.
+_RESOLVED: dict[int, dict[str, Any]] = {}
+
 
 def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
+    key = id(schema)
+    resolved = _RESOLVED.get(key)
+    if resolved is None:
+        resolved = _resolve_uncached(schema)
+        _RESOLVED[key] = resolved
+    return resolved
+
+
+def _resolve_uncached(schema: dict[str, Any]) -> dict[str, Any]:
     definitions = builtin_definitions()
     seen = 0
     while "$ref" in schema and seen < 10:
@@ -57,9 +71,11 @@ def prune_builtin(group: str, version: str, kind: str, obj: dict[str, Any]) -> l
     name = builtin_definition_name(group, version, kind)
     if name is None:
         return []
+    root = builtin_definitions().get(name)
     found: list[str] = []
-    # metadata is checked too, as kube does.
-    prune({"$ref": name}, obj, "", found)
+    if root is not None:
+        # metadata is checked too, as kube does.
+        prune(root, obj, "", found)
     return found
 
 
@@ -109,29 +125,49 @@ def _allowed(schema: dict[str, Any]) -> list[str] | None:
     return None
 
 
-def _matches(value: Any, allowed: list[str]) -> bool:
-    for name in allowed:
-        python_types = _JSON_TYPES.get(name)
-        if python_types is None:
-            continue
-        if isinstance(value, bool) and name != "boolean":
-            continue
-        if isinstance(value, python_types):
-            return True
-    return False
+@dataclass(frozen=True)
+class _TypeCheck:
+    """What a schema node's declared types accept, compiled once."""
+
+    types: tuple[type, ...]  # accepted Python types, bool aside
+    takes_bool: bool
+    wanted: str  # the first declared type other than null, for the message
+    go_type: str
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return self.takes_bool
+        return isinstance(value, self.types)
 
 
-def _type_error(schema: dict[str, Any], value: Any, path: str) -> str | None:
+_CHECKS: dict[int, _TypeCheck | None] = {}
+
+
+def _type_check(schema: dict[str, Any]) -> _TypeCheck | None:
+    key = id(schema)
+    if key not in _CHECKS:
+        allowed = _allowed(schema)
+        if allowed is None:
+            _CHECKS[key] = None
+        else:
+            wanted = next((t for t in allowed if t != "null"), "object")
+            go_type = str(schema.get("format")) if wanted == "integer" else _GO_TYPES.get(wanted)
+            types = tuple(
+                t for name in allowed if name != "boolean" for t in _JSON_TYPES.get(name, ())
+            )
+            _CHECKS[key] = _TypeCheck(types, "boolean" in allowed, wanted, go_type or wanted)
+    return _CHECKS[key]
+
+
+def _type_error(schema: dict[str, Any], value: Any, path: list[str]) -> str | None:
     if value is None:
         return None  # Go decodes null as the zero value
     schema = _resolve(schema)
-    allowed = _allowed(schema)
-    if allowed is not None and not _matches(value, allowed):
-        wanted = next((t for t in allowed if t != "null"), "object")
-        go_type = str(schema.get("format")) if wanted == "integer" else _GO_TYPES.get(wanted)
+    check = _type_check(schema)
+    if check is not None and not check.accepts(value):
         return (
-            f"json: cannot unmarshal {_json_type(value)} into Go struct field {path} "
-            f"of type {go_type or wanted}"
+            f"json: cannot unmarshal {_json_type(value)} into Go struct field {'.'.join(path)} "
+            f"of type {check.go_type}"
         )
     if isinstance(value, dict):
         properties = schema.get("properties")
@@ -140,8 +176,12 @@ def _type_error(schema: dict[str, Any], value: Any, path: str) -> str | None:
             child = properties.get(key) if isinstance(properties, dict) else None
             if child is None and isinstance(additional, dict):
                 child = additional
-            if isinstance(child, dict) and (error := _type_error(child, item, _join(path, key))):
-                return error
+            if isinstance(child, dict):
+                path.append(key)
+                error = _type_error(child, item, path)
+                path.pop()
+                if error:
+                    return error
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
@@ -156,4 +196,5 @@ def first_type_error(group: str, version: str, kind: str, obj: dict[str, Any]) -
     name = builtin_definition_name(group, version, kind)
     if name is None:
         return None
-    return _type_error({"$ref": name}, obj, kind)
+    root = builtin_definitions().get(name)
+    return _type_error(root, obj, [kind]) if root is not None else None
