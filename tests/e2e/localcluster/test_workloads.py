@@ -224,8 +224,8 @@ def test_helm_install_wait_of_a_created_chart(
     helm("install", "demo", str(chart), "-n", namespace, "--wait", "--timeout", "90s")
     selector = "app.kubernetes.io/instance=demo"
     assert all_running_and_ready(live_pods(kubectl, selector), 1)
-    ready = kubectl("get", "deploy", "demo", "-o", "jsonpath={.status.readyReplicas}").stdout
-    assert ready == "1"
+    # helm reads the ReplicaSet's ready pods; the Deployment's own status follows a moment later.
+    kubectl("wait", "deploy/demo", "--for=jsonpath={.status.readyReplicas}=1", "--timeout=30s")
 
     # An upgrade that changes the template waits for the new ReplicaSet.
     helm(
