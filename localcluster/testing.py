@@ -50,12 +50,12 @@ class ClusterStartError(RuntimeError):
     """The local cluster did not become ready; the message carries its log."""
 
 
-class KubectlError(subprocess.CalledProcessError):
-    """A failed kubectl call whose message shows the command and what kubectl printed."""
+class ToolError(subprocess.CalledProcessError):
+    """A failed kubectl or helm call whose message shows the command and what the tool printed."""
 
     def __str__(self) -> str:
         return (
-            f"kubectl {' '.join(self.cmd[1:])} exited with {self.returncode}\n"
+            f"{Path(self.cmd[0]).name} {' '.join(self.cmd[1:])} exited with {self.returncode}\n"
             f"stdout: {self.stdout}\nstderr: {self.stderr}"
         )
 
@@ -99,7 +99,7 @@ class LocalCluster:
     def kubectl(
         self, *args: str, check: bool = True, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """Run the pinned kubectl against this cluster; raises KubectlError when check fails."""
+        """Run the pinned kubectl against this cluster; raises ToolError when check fails."""
         kubectl = tool_path("kubectl")
         if kubectl is None:
             raise FileNotFoundError("kubectl is not installed; run `make tools`")
@@ -114,7 +114,33 @@ class LocalCluster:
             check=False,
         )
         if check and result.returncode != 0:
-            raise KubectlError(result.returncode, argv, result.stdout, result.stderr)
+            raise ToolError(result.returncode, argv, result.stdout, result.stderr)
+        return result
+
+    def helm(
+        self, *args: str, home: Path, check: bool = True, timeout: float = 150
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the pinned helm against this cluster with its cache, config and data under `home`
+        (so tests share nothing with the user's helm); raises ToolError when check fails."""
+        helm = tool_path("helm")
+        if helm is None:
+            raise FileNotFoundError("helm is not installed; run `make tools`")
+        env = tools_env()
+        env.update(
+            {
+                "KUBECONFIG": str(self.kubeconfig),
+                "HOME": str(home),
+                "HELM_CACHE_HOME": str(home / "cache"),
+                "HELM_CONFIG_HOME": str(home / "config"),
+                "HELM_DATA_HOME": str(home / "data"),
+            }
+        )
+        argv = [str(helm), *args]
+        result = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, env=env, check=False
+        )
+        if check and result.returncode != 0:
+            raise ToolError(result.returncode, argv, result.stdout, result.stderr)
         return result
 
     def api_client(self) -> kube_client.ApiClient:

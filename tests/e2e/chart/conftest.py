@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.testing import LocalCluster, running_cluster, tools_env
-from localcluster.tools import tool_path
+from localcluster.testing import LocalCluster, running_cluster
 
 Helm = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -26,25 +25,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 @pytest.fixture
 def helm(cluster: LocalCluster, tmp_path: Path) -> Helm:
     """Run the pinned helm against `cluster`, with its caches and config in tmp_path."""
-    binary = tool_path("helm")
-    if binary is None:
-        raise RuntimeError("helm is not installed: run `make tools`")
-    home = tmp_path / "helm-home"
-    env = tools_env()
-    env.update(
-        {
-            "KUBECONFIG": str(cluster.kubeconfig),
-            "HOME": str(home),
-            "HELM_CACHE_HOME": str(home / "cache"),
-            "HELM_CONFIG_HOME": str(home / "config"),
-            "HELM_DATA_HOME": str(home / "data"),
-        }
-    )
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [str(binary), *args], capture_output=True, text=True, env=env, timeout=120, check=False
-        )
+        result = cluster.helm(*args, home=tmp_path / "helm-home", check=False, timeout=120)
         if check and result.returncode != 0:
             pytest.fail(f"helm {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
         return result

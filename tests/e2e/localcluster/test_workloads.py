@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from localcluster.testing import LocalCluster, running_cluster, tools_env
-from localcluster.tools import tool_path
+from localcluster.testing import LocalCluster, running_cluster
 
 pytestmark = pytest.mark.e2e
 
@@ -196,28 +195,10 @@ def test_replica_set_pods_outlive_the_pod_runtime(kubectl: Kubectl) -> None:
 def test_helm_install_wait_of_a_created_chart(
     cluster: LocalCluster, kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    binary = tool_path("helm")
-    if binary is None:
-        raise RuntimeError("helm is not installed: run `make tools`")
-    home = tmp_path / "helm-home"
-    env = tools_env()
-    env.update(
-        {
-            "KUBECONFIG": str(cluster.kubeconfig),
-            "HOME": str(home),
-            "HELM_CACHE_HOME": str(home / "cache"),
-            "HELM_CONFIG_HOME": str(home / "config"),
-            "HELM_DATA_HOME": str(home / "data"),
-        }
-    )
     namespace: str = kubectl.namespace  # type: ignore[attr-defined]
 
     def helm(*args: str) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [str(binary), *args], capture_output=True, text=True, env=env, timeout=150, check=False
-        )
-        assert result.returncode == 0, f"helm {' '.join(args)}:\n{result.stdout}{result.stderr}"
-        return result
+        return cluster.helm(*args, home=tmp_path / "helm-home")
 
     chart = tmp_path / "demo"
     helm("create", str(chart))
