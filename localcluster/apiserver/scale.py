@@ -1,4 +1,5 @@
 """The `scale` subresource of the built-in workloads: an autoscaling/v1 `Scale` view of an object.
+Which types serve it is the registry's business (Deployments, ReplicaSets and StatefulSets).
 
 `kubectl scale` (and any autoscaler) reads `spec.replicas`, `status.replicas` and the label
 selector through it and writes `spec.replicas` back; the object itself is updated as by a PUT.
@@ -10,10 +11,6 @@ import copy
 from typing import Any
 
 from localcluster.apiserver import errors, patches
-
-# The built-in kinds that serve `/scale` (apps/v1, as kube-apiserver does).
-SCALABLE = frozenset({("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")})
-
 
 def _selector_string(selector: Any) -> str:
     """A metav1.LabelSelector as the string form Scale.status.selector carries."""
@@ -54,7 +51,7 @@ def scale_of(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def wanted_scale(current: dict[str, Any], body: Any, content_type: str) -> dict[str, Any]:
-    """The Scale a PUT (`content_type` None) or a PATCH of the current Scale asks for."""
+    """The Scale a PUT (`content_type` "") or a PATCH of the current Scale asks for."""
     if content_type == patches.JSON_PATCH:
         wanted: Any = patches.apply_json_patch(copy.deepcopy(current), body)
     elif content_type in (patches.MERGE_PATCH, patches.STRATEGIC_MERGE_PATCH):
