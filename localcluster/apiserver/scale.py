@@ -12,6 +12,7 @@ from typing import Any
 
 from localcluster.apiserver import errors, patches
 
+
 def _selector_string(selector: Any) -> str:
     """A metav1.LabelSelector as the string form Scale.status.selector carries."""
     if not isinstance(selector, dict):
