@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import secrets
 import signal
@@ -14,6 +13,7 @@ from typing import Any, Literal, cast
 
 import click
 
+from controller.elastic_loop import ElasticLoop
 from controller.errors import KubeError, NotFoundError
 from controller.kube import COMMANDS, JOBS, Kube, load_api_client
 from controller.runner import Controller
@@ -203,12 +203,7 @@ def run_controller(settings: Settings) -> int:
 
 
 def _start_elastic(settings: Settings, controller: Controller, stop: threading.Event) -> None:
-    try:
-        module = importlib.import_module("controller.elastic_loop")
-    except ImportError as exc:
-        log.error("elastic autoscaler not available", extra={"error": str(exc)})
-        return
-    loop = module.ElasticLoop(
+    loop = ElasticLoop(
         controller.api_client,
         settings.elastic_period,
         settings.elastic_dry_run,

@@ -17,6 +17,8 @@ from typing import Any
 import yaml
 
 from localcluster.apiserver import (
+    admission,
+    crdschema,
     defaults,
     errors,
     fieldselect,
@@ -122,41 +124,9 @@ class Api:
         self.registry = registry
         self.store = store
         self.cluster_ips = defaults.ClusterIPs()
-        self._admission: Any = None
-        self._admission_loaded = False
-        self._crdschema: Any = None
-        self._crdschema_loaded = False
-
-    # -- optional collaborators ------------------------------------------------------------
-
-    def _crdschema_module(self) -> Any:
-        if not self._crdschema_loaded:
-            self._crdschema_loaded = True
-            try:
-                from localcluster.apiserver import crdschema  # type: ignore[attr-defined,unused-ignore]
-
-                self._crdschema = crdschema
-            except ImportError:
-                log.warning("CRD schema validation unavailable: crdschema module missing")
-        return self._crdschema
-
-    def _admission_chain(self) -> Any:
-        if not self._admission_loaded:
-            self._admission_loaded = True
-            try:
-                from localcluster.apiserver import admission  # type: ignore[attr-defined,unused-ignore]
-
-                self._admission = (
-                    admission,
-                    admission.AdmissionChain(
-                        self._webhook_configurations,
-                        self._namespace_labels,
-                        self._webhook_service,
-                    ),
-                )
-            except ImportError:
-                log.warning("admission webhooks unavailable: admission module missing")
-        return self._admission
+        self.admission_chain = admission.AdmissionChain(
+            self._webhook_configurations, self._namespace_labels, self._webhook_service
+        )
 
     async def _webhook_service(self, namespace: str, name: str, port: int) -> tuple[str, int]:
         """A webhook's Service must exist; nothing runs in pods, so it listens on this machine
@@ -191,8 +161,7 @@ class Api:
         obj: dict[str, Any] | None,
         old: dict[str, Any] | None,
         name: str,
-    ) -> Any:
-        admission, _ = self._admission
+    ) -> admission.AdmissionAttributes:
         resource = request.resource
         subresource = request.subresource or ""
         kind_group, kind_version, kind = resource.group, resource.version, resource.kind
@@ -223,23 +192,17 @@ class Api:
         old: dict[str, Any] | None,
         warnings: list[str],
     ) -> dict[str, Any]:
-        if not self._has_webhooks() or self._admission_chain() is None:
+        if not self._has_webhooks():
             return obj
-        _, chain = self._admission
         name = obj.get("metadata", {}).get("name", "")
         attrs = self._attributes(request, operation, obj, old, name)
-        if hasattr(chain, "mutate_with_warnings"):
-            mutated, mutation_warnings = await chain.mutate_with_warnings(attrs)
-            warnings.extend(mutation_warnings)
-        else:
-            mutated = await chain.mutate(attrs)
+        mutated, mutation_warnings = await self.admission_chain.mutate_with_warnings(attrs)
+        warnings.extend(mutation_warnings)
         return mutated if isinstance(mutated, dict) else obj
 
     async def aclose(self) -> None:
         """Close the admission chain's webhook connections."""
-        if self._admission is not None:
-            _, chain = self._admission
-            await chain.aclose()
+        await self.admission_chain.aclose()
 
     async def _validate_admission(
         self,
@@ -249,10 +212,10 @@ class Api:
         old: dict[str, Any] | None,
         name: str,
     ) -> list[str]:
-        if not self._has_webhooks() or self._admission_chain() is None:
+        if not self._has_webhooks():
             return []
-        _, chain = self._admission
-        warnings = await chain.validate(self._attributes(request, operation, obj, old, name))
+        attrs = self._attributes(request, operation, obj, old, name)
+        warnings = await self.admission_chain.validate(attrs)
         return list(warnings or [])
 
     # -- shared pieces -----------------------------------------------------------------------
@@ -352,12 +315,11 @@ class Api:
             )
         unknown: list[str] = []
         if resource.crd:
-            module = self._crdschema_module()
             schema = self._schema_for(resource)
-            if module is not None and schema is not None:
+            if schema is not None:
                 metadata = obj.pop("metadata", {})
-                unknown.extend(module.prune_unknown_fields(schema, obj))
-                module.apply_schema_defaults(schema, obj)
+                unknown.extend(crdschema.prune_unknown_fields(schema, obj))
+                crdschema.apply_schema_defaults(schema, obj)
                 obj["metadata"] = metadata
         else:
             unknown.extend(
@@ -394,11 +356,10 @@ class Api:
             )
         problems.extend(validation.validate_metadata(meta))
         if resource.crd:
-            module = self._crdschema_module()
             schema = self._schema_for(resource)
-            if module is not None and schema is not None:
+            if schema is not None:
                 body = {k: v for k, v in obj.items() if k != "metadata"}
-                problems.extend(module.validate_against_schema(schema, body))
+                problems.extend(crdschema.validate_against_schema(schema, body))
         elif resource is CRD_TYPE or resource.storage_key == CRD_TYPE.storage_key:
             problems.extend(self._validate_crd(obj))
         else:
