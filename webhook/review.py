@@ -153,13 +153,22 @@ def decode(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:
     return review, request, uid
 
 
-def mutate(body: bytes, settings: Settings) -> Answer:
+def _job_review(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:
+    """The review, its request and uid when the body reviews a Job; otherwise the answer."""
     decoded = decode(body)
     if isinstance(decoded, Answer):
         return decoded
     review, request, uid = decoded
     if problem := _expected_resource(request):
         return _refusal(review, uid, problem)
+    return decoded
+
+
+def mutate(body: bytes, settings: Settings) -> Answer:
+    opened = _job_review(body)
+    if isinstance(opened, Answer):
+        return opened
+    review, request, uid = opened
     operation = request.get("operation")
     if operation != "CREATE":
         return _refusal(review, uid, f"expected operation CREATE, got {operation!r}")
@@ -176,12 +185,10 @@ def mutate(body: bytes, settings: Settings) -> Answer:
 
 
 def validate(body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
-    decoded = decode(body)
-    if isinstance(decoded, Answer):
-        return decoded
-    review, request, uid = decoded
-    if problem := _expected_resource(request):
-        return _refusal(review, uid, problem)
+    opened = _job_review(body)
+    if isinstance(opened, Answer):
+        return opened
+    review, request, uid = opened
     operation = request.get("operation")
     # From the network: typed Any so the validators' own checks handle non-objects.
     new: Any = request.get("object")
