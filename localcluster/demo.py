@@ -23,51 +23,6 @@ EXAMPLE = PROJECT_ROOT / "examples" / "demo-job.yaml"
 COMPLETION_TIMEOUT = 120
 JOBS = Resource("batch.volcano.sh", "v1alpha1", "jobs", namespaced=True)
 
-# Used when examples/demo-job.yaml is not there: a parameter server and two workers that each
-# "run" for a few seconds on the simulated nodes.
-EMBEDDED_JOB = """\
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata:
-  name: demo
-spec:
-  minAvailable: 3
-  schedulerName: volcano
-  queue: default
-  policies:
-    - event: PodEvicted
-      action: RestartJob
-  tasks:
-    - name: ps
-      replicas: 1
-      template:
-        metadata:
-          annotations:
-            sim.vcjob.io/runtime: 6s
-        spec:
-          restartPolicy: Never
-          containers:
-            - name: ps
-              image: busybox:1.36
-              command: ["sh", "-c", "echo parameter server; sleep 6"]
-              resources:
-                requests: {cpu: 500m, memory: 256Mi}
-    - name: worker
-      replicas: 2
-      template:
-        metadata:
-          annotations:
-            sim.vcjob.io/runtime: 6s
-        spec:
-          restartPolicy: Never
-          containers:
-            - name: worker
-              image: busybox:1.36
-              command: ["sh", "-c", "echo training; sleep 6"]
-              resources:
-                requests: {cpu: "1", memory: 512Mi}
-"""
-
 # Two tasks with the same name, and a minAvailable larger than the job: the webhook reports both.
 INVALID_JOB = """\
 apiVersion: batch.volcano.sh/v1alpha1
@@ -121,13 +76,9 @@ def run_kubectl(cluster: LocalCluster, *args: str, input: str | None = None) -> 
 
 def job_manifest() -> tuple[str, str, str]:
     """(source shown to the user, manifest text, job name)."""
-    if EXAMPLE.is_file():
-        text = EXAMPLE.read_text()
-        source = str(EXAMPLE.relative_to(PROJECT_ROOT))
-    else:
-        text, source = EMBEDDED_JOB, "the demo's built-in job (examples/demo-job.yaml is missing)"
+    text = EXAMPLE.read_text()
     document: Any = yaml.safe_load(text)
-    return source, text, str(document["metadata"]["name"])
+    return str(EXAMPLE.relative_to(PROJECT_ROOT)), text, str(document["metadata"]["name"])
 
 
 def follow_job(cluster: LocalCluster, name: str) -> None:
