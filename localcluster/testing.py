@@ -38,6 +38,7 @@ from localcluster.up import (
     LOG_DIR,
     MUTATING_CONFIG_NAME,
     VALIDATING_CONFIG_NAME,
+    process_alive,
     read_state,
 )
 
@@ -176,16 +177,6 @@ class LocalCluster:
         }
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _stop(cluster: LocalCluster) -> None:
     pids = cluster.component_pids()
     for api in cluster._clients:
@@ -202,9 +193,9 @@ def _stop(cluster: LocalCluster) -> None:
     # Whatever survived its parent (which should be nothing) is killed outright.
     deadline = time.monotonic() + 5
     for pid in pids.values():
-        while _alive(pid) and time.monotonic() < deadline:
+        while process_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _alive(pid):
+        if process_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 

@@ -326,7 +326,7 @@ class LocalControlPlane:
         options = self.options
         options.dir.mkdir(parents=True, exist_ok=True)
         running = read_state(options.dir)
-        if running and running.get("ready") and _process_alive(int(running.get("pid") or 0)):
+        if running and running.get("ready") and process_alive(int(running.get("pid") or 0)):
             raise StartupError(
                 f"a local cluster is already running from {options.dir} (pid {running['pid']}); "
                 "stop it first or choose another --dir"
@@ -779,7 +779,8 @@ def _port_of(kubeconfig: Path, fallback: int) -> int:
     return port or fallback
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this pid (not ours) still runs."""
     if pid <= 0 or pid == os.getpid():
         return False
     try:
