@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
+import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from localcluster.testing import LocalCluster, tools_env, vcjob_executable
+from controller.kube import Kube
+from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
 
 CLK_TCK = 100.0
+
+
+@contextlib.contextmanager
+def bare_cluster() -> Iterator[tuple[LocalCluster, Path, Kube]]:
+    """A local API server alone (no simulator, webhook or controller), a scratch folder, and an
+    unthrottled client of it."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        running_cluster(
+            Path(tmp) / "cluster", simulator=False, webhook=False, controller=False
+        ) as cluster,
+    ):
+        yield cluster, Path(tmp), Kube(cluster.api_client(), qps=0)
 
 
 def job_body(name: str, replicas: int) -> dict[str, Any]:

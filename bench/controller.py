@@ -13,7 +13,6 @@ import argparse
 import contextlib
 import importlib.util
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ _spec.loader.exec_module(bench)
 
 from controller.errors import AlreadyExistsError  # noqa: E402
 from controller.kube import JOBS, PODS, Kube, Resource  # noqa: E402
-from localcluster.testing import running_cluster  # noqa: E402
 
 ControllerProcess = bench.ControllerProcess
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
@@ -79,15 +77,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--pods-per-job", type=int, default=5)
     args = parser.parse_args()
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        running_cluster(
-            Path(tmp) / "cluster", simulator=False, webhook=False, controller=False
-        ) as cluster,
-    ):
-        kube = Kube(cluster.api_client(), qps=0)
-        scenario("one-job", cluster, Path(tmp), kube, 1, args.replicas)
-        scenario("many-jobs", cluster, Path(tmp), kube, args.jobs, args.pods_per_job)
+    with bench.bare_cluster() as (cluster, tmp, kube):
+        scenario("one-job", cluster, tmp, kube, 1, args.replicas)
+        scenario("many-jobs", cluster, tmp, kube, args.jobs, args.pods_per_job)
 
 
 if __name__ == "__main__":

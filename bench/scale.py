@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,8 +23,7 @@ assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
-from controller.kube import JOBS, Kube  # noqa: E402
-from localcluster.testing import running_cluster  # noqa: E402
+from controller.kube import JOBS  # noqa: E402
 
 HISTOGRAM = "controller_runtime_reconcile_time_seconds"
 
@@ -53,15 +51,9 @@ def main() -> None:
     parser.add_argument("--resync", default="5s", help="resync period during the steady window")
     args = parser.parse_args()
     total = args.jobs * args.replicas
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        running_cluster(
-            Path(tmp) / "cluster", simulator=False, webhook=False, controller=False
-        ) as cluster,
-    ):
-        kube = Kube(cluster.api_client(), qps=0)
+    with bench.bare_cluster() as (cluster, tmp, kube):
         ctl = bench.ControllerProcess(
-            cluster, Path(tmp) / "controller.log", "--workers", "4", "--resync-period", args.resync
+            cluster, tmp / "controller.log", "--workers", "4", "--resync-period", args.resync
         )
         try:
             rss_empty = ctl.rss_mb()
