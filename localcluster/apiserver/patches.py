@@ -299,9 +299,10 @@ def _conflicts(
 ) -> list[tuple[str, tuple[str, ...]]]:
     """(manager, field) pairs where another applier owns a field this apply sets differently."""
     found = []
+    applied_leaves = _leaves(fields)
     for other in others:
         owned = set(_leaves(other.get("fieldsV1") or {}))
-        for path in _leaves(fields):
+        for path in applied_leaves:
             if path in owned and _value_at(live, path) != _value_at(applied, path):
                 found.append((str(other.get("manager")), path))
     return found
