@@ -23,6 +23,7 @@ from controller.errors import (
     KubeError,
     NotFoundError,
     PartialProgressError,
+    PermanentError,
 )
 from controller.events import EventRecorder
 from controller.kube import COMMANDS, JOBS, Kube, resource_for_kind
@@ -93,7 +94,8 @@ class Applier:
         try:
             return self._apply(job, plan, progress)
         except KubeError as exc:
-            if progress.count and not isinstance(exc, PartialProgressError):
+            permanent = isinstance(exc, PermanentError)
+            if progress.count and not permanent and not isinstance(exc, PartialProgressError):
                 raise PartialProgressError(exc, progress.count) from exc
             raise
 
@@ -151,8 +153,11 @@ class Applier:
                 lingering = self._kube.delete(
                     resource_for_kind(ref.kind), ref.namespace, ref.name, uid=ref.uid
                 )
-            except ConflictError:
-                continue  # the UID precondition failed: the name now holds another object
+            except ConflictError as conflict:
+                if not self._replaced(ref):
+                    # The object we meant is still there: the delete did not happen.
+                    failure = failure or conflict
+                continue
             except KubeError as exc:
                 failure = failure or exc
                 self._recorder.record(
@@ -167,6 +172,14 @@ class Applier:
                 self._cache.store_written(ref.kind, lingering)
         if failure is not None:
             raise failure
+
+    def _replaced(self, ref: ObjectRef) -> bool:
+        """After a 409 on a delete with a UID precondition: True when the name is free or now
+        holds another object (ours is gone, the delete is done)."""
+        current = self._kube.get_or_none(resource_for_kind(ref.kind), ref.namespace, ref.name)
+        if current is None:
+            return True
+        return ref.uid is not None and _meta(current).get("uid") != ref.uid
 
     def _create(
         self,

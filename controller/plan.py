@@ -27,7 +27,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller import dependson, podgroup, podview, policies, state, successpolicy, volumes
+from controller import (
+    dependson,
+    podgroup,
+    podview,
+    policies,
+    restarts,
+    state,
+    successpolicy,
+    volumes,
+)
 from controller import status as status_mod
 from controller.model import EventRecord, ObjectRef, Observed, Plan, PlanSettings, WireObject
 from controller.plugins import JobPlugin, build_plugins
@@ -90,6 +99,7 @@ class _Planner:
             else labels.DEFAULT_MAX_RETRY
         )
         self.controlled: dict[str, str] = dict(self.old_status.get("controlledResources") or {})
+        self.restart = restarts.decode(self.controlled.get(restarts.RECORD_KEY))
         self.recorded_succeeded = status_mod.parse_succeeded_indexes(
             self.old_status.get("succeededIndexes")
         )
@@ -106,6 +116,8 @@ class _Planner:
         self.requeue: list[timedelta] = []
         self._plugins: list[JobPlugin] | None = None
         self.transitioned = False
+        # A transition with effects was decided: this plan only writes it (and its events).
+        self.decided = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -115,6 +127,8 @@ class _Planner:
             pod = edge.pod
             if edge.kind != "deleted" or podview.phase(pod) != podview.SUCCEEDED:
                 continue
+            if podview.is_out_of_sync(pod):
+                continue  # replaced by a restart: its success no longer counts
             if not self._owned(pod) or podview.version_of(pod) < self.version:
                 continue
             task, index = podview.task_of(pod), podview.index_of(pod)
@@ -139,10 +153,16 @@ class _Planner:
             and podview.version_of(pod) >= self.version
         )
 
-    def _set_phase(self, to: JobPhase, reason: str, message: str) -> None:
+    def _set_phase(self, to: JobPhase, reason: str, message: str) -> bool:
+        """Move to `to`; False (nothing changes) when the phase already changed in this plan:
+        every phase is written on its own, so watchers see each one, and the next reconcile
+        continues from the written phase."""
         if to == self.phase and (self.initial_phase is not None or self.transitioned):
             self.reason, self.message = reason, message
-            return
+            return True
+        if self.transitioned:
+            self.requeue.append(FOLLOW_UP)
+            return False
         when = status_mod.rfc3339(self.now)
         previous = self.phase
         self.phase, self.reason, self.message = to, reason, message
@@ -154,6 +174,7 @@ class _Planner:
         # A new job has no phase yet: its first event names where it starts, not "Pending -> …".
         change = f"job phase {to.value}" if first else f"job phase {previous.value} -> {to.value}"
         self.plan.events.append(EventRecord("Normal", reason, f"{change}: {message}"))
+        return True
 
     def _kill(self, pods: Iterable[Mapping[str, Any]]) -> None:
         """Mark then delete: our own deletions never come back as PodEvicted."""
@@ -252,11 +273,11 @@ class _Planner:
     def _tally(self) -> status_mod.PodTally:
         tally = status_mod.PodTally()
         for pod in self.pods:
-            tally.add(
-                podview.task_of(pod),
-                podview.phase(pod),
-                terminating=not self._live(pod),
+            # A decision only writes the status: the pods it will kill are still as they are.
+            going = podview.is_deleting(pod) or (
+                podview.name_of(pod) in self.deleting and not self.decided
             )
+            tally.add(podview.task_of(pod), podview.phase(pod), terminating=going)
         for pod in self.created:
             tally.add(podview.task_of(pod), podview.PENDING, terminating=False)
         return tally
@@ -269,24 +290,41 @@ class _Planner:
             self.plan.memory = self.memory
             return self.plan
         if self.initial_phase is None:
+            # A new job: Pending is written first; commands and policies act from the next
+            # reconcile on.
             self._set_phase(
                 JobPhase.PENDING, "JobCreated", "the job was accepted and waits for its pods"
             )
-
-        decisions = self._commands()
-        if self.phase in state.ACTIVE or self.phase == JobPhase.RESTARTING:
-            decisions += self._policy_decisions()
         else:
-            self.timers = {}
-        decision = self._choose(decisions)
-        if decision is not None:
-            self._execute(decision, decisions)
+            decisions = self._commands()
+            if self.phase in state.ACTIVE or self.phase == JobPhase.RESTARTING:
+                decisions += self._policy_decisions()
+            else:
+                self.timers = {}
+            decision = self._choose(decisions)
+            if decision is not None:
+                self._execute(decision, decisions)
 
-        self._sync_phase()
-        if self.phase in state.TERMINAL:
-            self._finish()
+        if self.decided:
+            self._keep_only_the_decision()
+        else:
+            self._sync_phase()
+            if self.phase in state.TERMINAL and not self.transitioned:
+                self._finish()
         self._finalize()
         return self.plan
+
+    def _keep_only_the_decision(self) -> None:
+        """A transition with effects is persisted before any of them: this plan writes the
+        status (phase, reason, retryCount, version, the restart record) and its events; the
+        kills and deletions are planned again from the written phase by the next reconciles,
+        which therefore survive any failed write or a crash in between."""
+        self.plan.annotate_out_of_sync = []
+        self.plan.delete = []
+        self.plan.create = []
+        self.plan.update = []
+        self.plan.job_spec_patch = None
+        self.created = []
 
     # ------------------------------------------------------------------ commands
 
@@ -519,16 +557,22 @@ class _Planner:
             EventRecord("Normal", "ExecuteAction", f"Start to execute action {action.value}")
         )
         retry_before = self.retry_count
+        # The kills only shape the status written with the decision (counters, succeeded
+        # indexes); the plan drops them and the next reconciles carry them out.
         self._kill_for(transition, target, retry_before)
         if transition.counts_retry:
             self.retry_count += 1
         if transition.bump_version:
             self.version += 1
-        if transition.delete_pod_group:
-            self._delete_pod_group()
         self._forget_timers(transition, target)
+        if transition.to == JobPhase.RESTARTING:
+            self.restart = restarts.RestartRecord(action, target.tasks, target.pods)
+            self.controlled[restarts.RECORD_KEY] = restarts.encode(self.restart)
+        else:
+            self.restart = None
+            self.controlled.pop(restarts.RECORD_KEY, None)
         message = f"{action.value} because {decision.cause}"
-        self._set_phase(transition.to, source, message)
+        self.decided = self._set_phase(transition.to, source, message)
 
     def _kill_for(self, transition: Transition, target: _Target, retry_before: int) -> None:
         if transition.kill == Kill.ALL:
@@ -570,8 +614,8 @@ class _Planner:
     def _sync_phase(self) -> None:
         # Finish deletions an earlier plan started (annotated, delete not yet applied).
         self._kill(p for p in self.pods if podview.is_out_of_sync(p))
-        if self.phase == JobPhase.RESTARTING:
-            self._sync_restarting()
+        if self.phase == JobPhase.RESTARTING and self._sync_restarting():
+            return  # Pending or Failed is written before anything is created
         if self.phase in state.ACTIVE:
             self._sync_active()
         elif self.phase in state.DRAINING:
@@ -586,23 +630,49 @@ class _Planner:
         if self.phase not in state.ACTIVE and self.phase != JobPhase.RESTARTING:
             self.timers = {}
 
-    def _sync_restarting(self) -> None:
+    def _sync_restarting(self) -> bool:
+        """Carry out the persisted restart: delete the pods it replaces (and, for a full
+        restart or a resume, the PodGroup), then write Pending once they are gone. True when
+        the phase moved on."""
         if state.retries_exhausted(self.retry_count, self.max_retry):
-            self._kill_unfinished()  # fix 4: nothing keeps running under a Failed job
-            self._set_phase(
+            # The last retry keeps finished pods (their logs); nothing else keeps running
+            # under a Failed job (fix 4).
+            self._kill_unfinished()
+            if self._set_phase(
                 JobPhase.FAILED,
                 "MaxRetryExceeded",
                 f"the job was restarted {self.retry_count} times, maxRetry is {self.max_retry}",
+            ):
+                self._end_restart()
+                return True
+            return False
+        record = self.restart
+        self._kill(p for p in self.pods if restarts.is_victim(record, p, self.version))
+        needs_new_group = record is None or record.needs_new_pod_group
+        if needs_new_group:
+            self._delete_pod_group()
+        group_gone = not needs_new_group or self.observed.pod_group is None
+        pods_gone = all(self._live(p) and not podview.is_out_of_sync(p) for p in self.pods)
+        if (
+            group_gone
+            and pods_gone
+            and self._set_phase(
+                JobPhase.PENDING, "Restarted", "the restarted pods are being recreated"
             )
-            return
-        if all(self._live(p) and not podview.is_out_of_sync(p) for p in self.pods):
-            self._set_phase(JobPhase.PENDING, "Restarted", "the restarted pods are being recreated")
+        ):
+            self._end_restart()
+            return True
+        return False
+
+    def _end_restart(self) -> None:
+        self.restart = None
+        self.controlled.pop(restarts.RECORD_KEY, None)
 
     def _sync_draining(self) -> None:
         self._kill_unfinished()
         if self.phase == JobPhase.ABORTING:
             self._delete_pod_group()
-        if state.draining_done(self._tally().counts()):
+        if not self.transitioned and state.draining_done(self._tally().counts()):
             final = state.DRAINING[self.phase]
             self._set_phase(final, self.reason or final.value, self.message or final.value)
 
@@ -693,20 +763,21 @@ class _Planner:
             self.plan.guard_uid = self.job.uid
 
     def _transitions(self) -> None:
+        if self.transitioned:
+            return  # one phase per status write
         all_finished, ghosts = self._slots()
         counts = self._tally().counts(extra_succeeded=ghosts)
         min_available = podgroup.job_min_available(self.job)
         if self.phase == JobPhase.PENDING:
             outcome = state.pending_outcome(counts, min_available)
-            if outcome is None:
-                return
-            self._set_phase(outcome.to, outcome.reason, outcome.message)
+            if outcome is not None:
+                self._set_phase(outcome.to, outcome.reason, outcome.message)
+            return
         succeeded = self._succeeded_now()
         met = successpolicy.evaluate(self.job.spec.success_policy, list(self.tasks), succeeded)
         if met is not None:
             self._set_phase(JobPhase.COMPLETING, "SuccessPolicy", met.message)
             self._drop_created()
-            self._sync_draining()
             return
         outcome = state.running_outcome(
             counts,
@@ -726,8 +797,6 @@ class _Planner:
         self._set_phase(outcome.to, outcome.reason, outcome.message)
         if outcome.to in (JobPhase.COMPLETING, JobPhase.FAILED):
             self._drop_created()
-        if outcome.to == JobPhase.COMPLETING:
-            self._sync_draining()
 
     def _drop_created(self) -> None:
         """A job that stops running creates nothing more in this plan."""

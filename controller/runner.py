@@ -22,7 +22,7 @@ from kubernetes import client
 from controller.apply import CREATE_PARALLELISM, Applier, JobGoneError
 from controller.cache import Cache
 from controller.clock import Clock, RealClock
-from controller.errors import KubeError, NotFoundError, PartialProgressError
+from controller.errors import KubeError, NotFoundError, PartialProgressError, PermanentError
 from controller.events import EventRecorder
 from controller.kube import (
     COMMANDS,
@@ -307,6 +307,14 @@ class Controller:
             elif requeue_after is not None:
                 result = "requeue_after"
                 self.queue.add_after(key, requeue_after.total_seconds())
+        except PermanentError as exc:
+            # Retrying the same request cannot help: no backoff loop. The Job's or the failing
+            # input's next change (a watch event) brings the key back.
+            result = "error"
+            self.metrics.reconcile_errors.labels(CONTROLLER).inc()
+            self.queue.forget(key)
+            log.warning("reconcile failed permanently", extra={"job": key, "error": str(exc)})
+            self._report_permanent(key, exc)
         except Exception as exc:
             result = "error"
             self.metrics.reconcile_errors.labels(CONTROLLER).inc()
@@ -340,6 +348,8 @@ class Controller:
             with self._memory_lock:
                 self._memory.pop(key, None)
             self.cache.take_edges(key)
+            if job is None and view.commands:
+                self._delete_orphan_commands(key, view.commands)
             return None, False
         uid = str(job["metadata"].get("uid") or "")
         with self._memory_lock:
@@ -374,6 +384,46 @@ class Controller:
         with self._memory_lock:
             self._memory[key] = _Memory(uid, plan.memory)
         return plan.requeue_after, result.objects_written > 0
+
+    def _delete_orphan_commands(self, key: str, commands: list[dict[str, Any]]) -> None:
+        """Commands whose Job does not exist can never run: delete them. The cache may lag
+        behind a Job just created, so the API decides whether the Job exists."""
+        namespace, _, name = key.partition("/")
+        if self.kube.get_or_none(JOBS, namespace, name) is not None:
+            return
+        for command in commands:
+            meta = command.get("metadata") or {}
+            self.kube.delete(COMMANDS, namespace, str(meta.get("name")), uid=meta.get("uid"))
+            self.cache.forget_deleted("Command", namespace, str(meta.get("name")))
+            log.info(
+                "command deleted: its job does not exist",
+                extra={"job": key, "command": meta.get("name"), "action": command.get("action")},
+            )
+
+    def _report_permanent(self, key: str, exc: KubeError) -> None:
+        """A Warning Event and the job's state message name the failing request and the error."""
+        job = self.cache.job(key)
+        if job is None:
+            return
+        message = f"reconcile failed and is retried when the job changes: {exc}"[:1024]
+        self.recorder.record(job, "Warning", "ReconcileFailed", message)
+        state = (job.get("status") or {}).get("state") or {}
+        if state.get("message") == message:
+            return  # written already: writing it again would wake this job up in a loop
+        meta = job["metadata"]
+        try:
+            patched = self.kube.merge_patch(
+                JOBS,
+                meta["namespace"],
+                meta["name"],
+                {"status": {"state": {"message": message}}},
+                sub="status",
+            )
+        except KubeError as patch_error:
+            log.warning("state message not written", extra={"job": key, "error": str(patch_error)})
+            return
+        patched.setdefault("kind", "Job")
+        self.cache.store_written("Job", patched)
 
     def _report_failures(self, key: str, failures: int, exc: BaseException) -> None:
         threshold = self.settings.failures_before_warning

@@ -265,6 +265,42 @@ def plan_for(j: Wire, pods: list[Wire] | None = None, **kw: Any) -> Plan:
     return reconcile(observe(j, pods, **kw), settings)
 
 
+def rounds(j: Wire, pods: list[Wire] | None = None, limit: int = 6, **kw: Any) -> list[Plan]:
+    """Reconcile like the shell until the status stops changing: each plan's status, pod and
+    PodGroup deletions and consumed Commands are fed into the next round (nothing is created)."""
+    job_now = copy.deepcopy(j)
+    live = list(pods or [])
+    commands = list(kw.pop("commands", []))
+    pod_group = kw.pop("pod_group", pod_group_of(j))
+    memory = kw.pop("memory", None)
+    plans: list[Plan] = []
+    for _ in range(limit):
+        plan = plan_for(job_now, live, commands=commands, pod_group=pod_group, memory=memory, **kw)
+        plans.append(plan)
+        gone = set(deleted_pods(plan))
+        live = [p for p in live if p["metadata"]["name"] not in gone]
+        group_deleted = any(r.kind == "PodGroup" for r in plan.delete)
+        if group_deleted:
+            pod_group = None
+        commands = [c for c in commands if c["metadata"]["name"] not in plan.delete_commands]
+        memory = plan.memory
+        if plan.status is None and not gone and not group_deleted:
+            break
+        if plan.status is not None:
+            job_now = {**job_now, "status": copy.deepcopy(plan.status)}
+    return plans
+
+
+def written_phases(plans: list[Plan]) -> list[str]:
+    """The phases the plans wrote, in order, each once per change."""
+    out: list[str] = []
+    for plan in plans:
+        phase = phase_of(plan)
+        if phase is not None and (not out or out[-1] != phase):
+            out.append(phase)
+    return out
+
+
 def created_pods(plan: Plan) -> list[str]:
     return [o["metadata"]["name"] for o in plan.create if o["kind"] == "Pod"]
 

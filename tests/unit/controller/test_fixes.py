@@ -117,11 +117,14 @@ def test_fix_5_suspend_resume_never_consumes_retries() -> None:
     world = running_world(job("j").task("w", 2).max_retry(1))
     for round_ in range(3):
         world.command("AbortJob", name=f"abort-{round_}")
-        world.settle(2)
+        world.settle(3)
         assert world.phase == "Aborted"
         world.command("ResumeJob", name=f"resume-{round_}")
         world.step()
+        assert world.phase == "Restarting"
+        world.step()
         assert world.phase == "Pending"
+        world.step()
         world.admit("Running")
         world.step()
         world.set_all("Running")

@@ -27,6 +27,8 @@ def test_simple_job_runs_to_completed() -> None:
 
     world.set_all("Succeeded")
     world.step()
+    assert world.phase == "Completing"
+    world.step()
     assert world.phase == "Completed"
     assert world.status["state"]["reason"] == "CompletionsReached"
     assert world.status["succeeded"] == 2  # fix 6: counters survive completion
@@ -37,6 +39,7 @@ def test_simple_job_runs_to_completed() -> None:
         "Completing",
         "Completed",
     ]
+    world.step()  # the terminal phase is written first, then the PodGroup goes
     assert world.pod_group is None
     assert world.pods["j-w-0"]["metadata"]["annotations"][labels.JOB_VERSION_KEY] == "0"
 
@@ -59,9 +62,12 @@ def test_restart_task_recreates_only_that_task() -> None:
     world.set_pod("j-worker-1", "Failed", exit_code=2)
     world.step()
     assert world.phase == "Restarting"
+    assert world.status["retryCount"] == 1  # the decision is written before any pod goes
+    world.step()
     assert sorted(world.pods) == ["j-ps-0"]
     world.step()
     assert world.phase == "Pending"
+    world.step()
     assert world.pods["j-ps-0"]["metadata"]["uid"] == ps_uid
     new = {world.pods[n]["metadata"]["uid"] for n in ("j-worker-0", "j-worker-1")}
     assert not new & worker_uids
@@ -83,16 +89,18 @@ def test_restart_job_end_to_end_with_gang_readmission() -> None:
     world.set_pod("j-w-0", "Failed", exit_code=1)
     world.step()
     assert world.phase == "Restarting"
+    world.step()
     assert world.pods == {}
     assert world.pod_group is None
     world.step()
     assert world.phase == "Pending"
+    world.step()
     assert world.pods == {}  # waiting for the new PodGroup to be admitted
     world.admit()
     world.step()
     assert sorted(world.pods) == ["j-w-0", "j-w-1"]
     assert world.pods["j-w-0"]["metadata"]["annotations"][labels.JOB_VERSION_KEY] == "1"
     world.set_all("Succeeded")
-    world.settle(2)
+    world.settle(3)
     assert world.phase == "Completed"
     assert world.status["retryCount"] == 1

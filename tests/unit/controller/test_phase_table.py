@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from builders import deleted_pods, job, plan_for, pod_of
+from builders import deleted_pods, job, plan_for, pod_of, rounds, written_phases
 
 Wire = dict[str, Any]
 
@@ -280,32 +280,39 @@ ROWS = _rows()
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_phase_table(row: Row) -> None:
-    plan = plan_for(row.job, row.pods, commands=[command(row.job, a) for a in row.commands])
-    status = plan.status if plan.status is not None else row.job["status"]
-    assert status["state"]["phase"] == row.phase
+    """The row's phase is written (each phase on the way is written by its own status write)
+    with the row's reason."""
+    plans = rounds(row.job, row.pods, commands=[command(row.job, a) for a in row.commands])
+    statuses = [p.status for p in plans if p.status is not None] or [row.job["status"]]
+    matching = [s for s in statuses if s["state"]["phase"] == row.phase]
+    assert matching, f"{row.phase} never written: {[s['state']['phase'] for s in statuses]}"
     if row.reason is not None:
-        assert status["state"]["reason"] == row.reason
+        assert row.reason in [s["state"]["reason"] for s in matching]
 
 
 def test_resume_from_aborted_does_not_count_a_retry() -> None:
     j = job("j").task("w", 2).phase("Aborted", retryCount=1, version=3).build()
-    plan = plan_for(j, [], commands=[command(j, "ResumeJob")])
-    assert plan.status is not None
-    assert plan.status["retryCount"] == 1
-    assert plan.status["version"] == 4
-    assert [c["status"] for c in plan.status["conditions"]][-2:] == ["Restarting", "Pending"]
+    plans = rounds(j, [], commands=[command(j, "ResumeJob")])
+    assert written_phases(plans)[:2] == ["Restarting", "Pending"]
+    status = plans[-1].status or plans[-2].status
+    assert status is not None
+    assert status["retryCount"] == 1
+    assert status["version"] == 4
+    assert [c["status"] for c in status["conditions"]][-2:] == ["Restarting", "Pending"]
 
 
 def test_restart_job_kills_every_pod_and_bumps_version_and_retry() -> None:
     j = job("j").task("w", 2).max_retry(3).phase("Running").build()
     pods = [pod_of(j, "w", 0, phase="Succeeded"), pod_of(j, "w", 1)]
-    plan = plan_for(j, pods, commands=[command(j, "RestartJob")])
-    assert plan.status is not None
-    assert deleted_pods(plan) == ["j-w-0", "j-w-1"]
-    assert [r.name for r in plan.annotate_out_of_sync if r.kind == "Pod"] == ["j-w-0", "j-w-1"]
-    assert plan.status["version"] == 1
-    assert plan.status["retryCount"] == 1
-    assert any(r.kind == "PodGroup" for r in plan.delete)
+    decision, effects, *_ = rounds(j, pods, commands=[command(j, "RestartJob")])
+    assert decision.status is not None
+    assert decision.status["state"]["phase"] == "Restarting"
+    assert decision.status["version"] == 1
+    assert decision.status["retryCount"] == 1
+    assert not decision.delete and not decision.annotate_out_of_sync, "decision first"
+    assert deleted_pods(effects) == ["j-w-0", "j-w-1"]
+    assert [r.name for r in effects.annotate_out_of_sync if r.kind == "Pod"] == ["j-w-0", "j-w-1"]
+    assert any(r.kind == "PodGroup" for r in effects.delete)
 
 
 def test_last_retry_keeps_finished_pods_for_their_logs() -> None:
@@ -315,8 +322,9 @@ def test_last_retry_keeps_finished_pods_for_their_logs() -> None:
         pod_of(j, "w", 1, phase="Failed", exit_code=2),
         pod_of(j, "w", 2),
     ]
-    plan = plan_for(j, pods, commands=[command(j, "RestartJob")])
-    assert deleted_pods(plan) == ["j-w-2"]
+    plans = rounds(j, pods, commands=[command(j, "RestartJob")])
+    assert [n for p in plans for n in deleted_pods(p)] == ["j-w-2"]
+    assert written_phases(plans) == ["Restarting", "Failed"]
 
 
 def test_targeted_restart_keeps_the_pod_group() -> None:
@@ -327,12 +335,13 @@ def test_targeted_restart_keeps_the_pod_group() -> None:
         .phase("Running")
         .build()
     )
-    plan = plan_for(j, [pod_of(j, "w", 0, phase="Failed", exit_code=1), pod_of(j, "w", 1)])
-    assert deleted_pods(plan) == ["j-w-0"]
-    assert not any(r.kind == "PodGroup" for r in plan.delete)
-    assert plan.status is not None
-    assert plan.status["version"] == 0
-    assert plan.status["retryCount"] == 1
+    plans = rounds(j, [pod_of(j, "w", 0, phase="Failed", exit_code=1), pod_of(j, "w", 1)])
+    assert [n for p in plans for n in deleted_pods(p)] == ["j-w-0"]
+    assert not any(r.kind == "PodGroup" for p in plans for r in p.delete)
+    assert written_phases(plans)[:2] == ["Restarting", "Pending"]
+    assert plans[0].status is not None
+    assert plans[0].status["version"] == 0
+    assert plans[0].status["retryCount"] == 1
 
 
 def test_abort_keeps_finished_pods_and_deletes_unfinished() -> None:
@@ -342,10 +351,12 @@ def test_abort_keeps_finished_pods_and_deletes_unfinished() -> None:
         pod_of(j, "w", 1, phase="Failed"),
         pod_of(j, "w", 2),
     ]
-    plan = plan_for(j, pods, commands=[command(j, "AbortJob")])
-    assert deleted_pods(plan) == ["j-w-2"]
-    assert plan.status is not None
-    assert plan.status["terminating"] == 1
+    decision, effects, *_ = rounds(j, pods, commands=[command(j, "AbortJob")])
+    assert deleted_pods(decision) == []
+    assert deleted_pods(effects) == ["j-w-2"]
+    status = effects.status or decision.status
+    assert status is not None
+    assert status["terminating"] == 1
 
 
 def test_terminate_keeps_finished_pods_and_deletes_unfinished() -> None:
@@ -355,20 +366,18 @@ def test_terminate_keeps_finished_pods_and_deletes_unfinished() -> None:
         pod_of(j, "w", 1, phase="Failed"),
         pod_of(j, "w", 2),
     ]
-    plan = plan_for(j, pods, commands=[command(j, "TerminateJob")])
-    assert deleted_pods(plan) == ["j-w-2"]
-    assert plan.status is not None
-    assert plan.status["state"]["phase"] == "Terminating"
+    plans = rounds(j, pods, commands=[command(j, "TerminateJob")])
+    assert [n for p in plans for n in deleted_pods(p)] == ["j-w-2"]
+    assert written_phases(plans) == ["Terminating", "Terminated"]
 
 
 def test_a_full_restart_forgets_the_indexes_that_succeeded() -> None:
     """They succeeded in the old version; after RestartJob every index runs again, also one
     whose succeeded pod was deleted already (its index is only in the status)."""
     j = job("j").task("w", 2).phase("Running", succeededIndexes={"w": "0"}).build()
-    plan = plan_for(j, [], commands=[command(j, "RestartJob")])
-    assert plan.status is not None
-    assert plan.status["state"]["phase"] == "Pending"
-    assert not plan.status.get("succeededIndexes")
+    plans = rounds(j, [], commands=[command(j, "RestartJob")])
+    assert written_phases(plans) == ["Restarting", "Pending"]
+    assert all(not p.status.get("succeededIndexes") for p in plans if p.status is not None)
 
 
 @pytest.mark.parametrize("terminal", ["Completed", "Failed", "Terminated"])
@@ -381,8 +390,8 @@ def test_a_finished_job_deletes_its_unfinished_pods(terminal: str) -> None:
 def test_resume_keeps_succeeded_pods_and_reruns_failed_ones() -> None:
     j = job("j").task("w", 3).phase("Aborted", version=1).build()
     pods = [pod_of(j, "w", 0, phase="Succeeded"), pod_of(j, "w", 1, phase="Failed")]
-    plan = plan_for(j, pods, commands=[command(j, "ResumeJob")])
-    assert deleted_pods(plan) == ["j-w-1"]
-    assert plan.status is not None
-    assert plan.status["state"]["phase"] == "Restarting"
-    assert plan.status["succeededIndexes"] == {"w": "0"}
+    plans = rounds(j, pods, commands=[command(j, "ResumeJob")])
+    assert [n for p in plans for n in deleted_pods(p)] == ["j-w-1"]
+    assert plans[0].status is not None
+    assert plans[0].status["state"]["phase"] == "Restarting"
+    assert plans[0].status["succeededIndexes"] == {"w": "0"}

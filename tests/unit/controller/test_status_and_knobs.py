@@ -87,8 +87,7 @@ def test_conditions_one_entry_per_phase_most_recent_last() -> None:
     world.set_all("Running")
     world.step()
     world.command("RestartJob")
-    world.step()
-    world.step()
+    world.settle(3)
     phases = [c["status"] for c in world.status["conditions"]]
     assert phases == ["Running", "Restarting", "Pending"]
     assert (
@@ -124,13 +123,17 @@ def test_full_restart_recreates_the_pod_group_and_waits_for_admission() -> None:
     old = world.pod_group
     assert old is not None
     world.command("RestartJob")
-    world.step()
+    world.step()  # the decision
+    world.step()  # its effects
     assert world.pod_group is None
     # a stale cache still shows the old, admitted group: it must not open the gate
     world.pod_group = old
     stale = world.step()
     assert created_pods(stale) == []
+    assert world.phase == "Restarting"
     world.pod_group = None
+    world.step()
+    assert world.phase == "Pending"
     fresh = world.step()
     assert [o["kind"] for o in fresh.create] == ["PodGroup"]
     world.admit()
@@ -185,8 +188,9 @@ def test_terminal_phase_removes_pod_group_and_plugin_objects() -> None:
     world.step()
     assert len(world.children) == 4
     world.set_all("Succeeded")
-    world.step()
+    world.settle(3)
     assert world.phase == "Completed"
+    world.step()
     assert world.children == {}
     assert world.pod_group is None
     assert "plugin-svc" not in world.status["controlledResources"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from builders import World, deleted_pods, job, plan_for, pod_of
+from builders import World, deleted_pods, job, plan_for, pod_of, rounds
 
 from controller.successpolicy import evaluate
 from shared import indexranges
@@ -78,7 +78,8 @@ def test_met_rule_terminates_lingering_pods_then_completes() -> None:
         pod_of(j, "worker", 0),
         pod_of(j, "worker", 1, phase="Failed", exit_code=1),
     ]
-    plan = plan_for(j, pods)
+    plans = rounds(j, pods)
+    plan = plans[0]
     assert plan.status is not None
     assert plan.status["state"] == {
         "phase": "Completing",
@@ -86,7 +87,8 @@ def test_met_rule_terminates_lingering_pods_then_completes() -> None:
         "message": "rule 0 met: task master indexes 0 succeeded",
         "lastTransitionTime": plan.status["state"]["lastTransitionTime"],
     }
-    assert deleted_pods(plan) == ["j-worker-0"]
+    assert deleted_pods(plan) == []
+    assert [n for p in plans for n in deleted_pods(p)] == ["j-worker-0"]
 
 
 def test_failure_policies_are_evaluated_first() -> None:
@@ -122,7 +124,7 @@ def test_success_policy_end_to_end() -> None:
     world.set_pod("j-master-0", "Succeeded")
     world.step()
     assert world.phase == "Completing"
-    world.step()
+    world.settle(2)
     assert world.phase == "Completed"
     assert world.status["state"]["reason"] == "SuccessPolicy"
     assert world.status["succeededIndexes"] == {"master": "0"}
