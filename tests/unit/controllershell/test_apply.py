@@ -9,9 +9,14 @@ import pytest
 
 from controller.apply import Applier, JobGoneError
 from controller.cache import Cache
-from controller.errors import ConflictError, PartialProgressError, TransientError
+from controller.errors import (
+    ConflictError,
+    PartialProgressError,
+    PermanentError,
+    TransientError,
+)
 from controller.events import EventRecorder
-from controller.kube import JOBS, PODS
+from controller.kube import JOBS, PODGROUPS, PODS
 from controller.metrics import Metrics
 from controller.model import EventRecord, ObjectRef, Plan
 
@@ -194,3 +199,35 @@ def test_the_job_spec_patch_comes_before_the_status_write(setup: Any) -> None:
 
 def _events(kube: Any) -> list[dict[str, Any]]:
     return [o for (plural, _ns, _n), o in kube.objects.items() if plural == "events"]
+
+
+def test_a_conflict_on_a_delete_whose_object_is_still_there_is_retried(setup: Any) -> None:
+    """A 409 on a delete with a UID precondition: the object is read again; while the same
+    object still holds the name the delete did not happen, and the plan must be retried."""
+    applier, kube, _cache, _metrics, job = setup
+    pg = kube.put(PODGROUPS, {"metadata": {"name": "j-pg", "namespace": "ns", "uid": "pg-1"}})
+    kube.failures[("delete", "podgroups")] = [ConflictError("409 injected", 409, "Conflict")]
+    ref = ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", "ns", "j-pg", "pg-1")
+    with pytest.raises(ConflictError):
+        applier.apply(job, Plan(delete=[ref]))
+    assert kube.names("podgroups") == ["j-pg"]
+    assert pg["metadata"]["uid"] == "pg-1"
+    applier.apply(job, Plan(delete=[ref]))
+    assert kube.names("podgroups") == []
+
+
+def test_a_conflict_on_a_delete_of_a_replaced_object_is_done(setup: Any) -> None:
+    applier, kube, _cache, _metrics, job = setup
+    kube.put(PODGROUPS, {"metadata": {"name": "j-pg", "namespace": "ns", "uid": "pg-2"}})
+    ref = ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", "ns", "j-pg", "pg-1")
+    applier.apply(job, Plan(delete=[ref], status=status("Restarting")))
+    assert kube.names("podgroups") == ["j-pg"]  # somebody else's object is left alone
+
+
+def test_a_permanent_error_is_not_wrapped_as_partial_progress(setup: Any) -> None:
+    applier, kube, _cache, _metrics, job = setup
+    kube.failures[("create", "pods")] = [
+        PermanentError("422 injected", 422, "Invalid"),
+    ]
+    with pytest.raises(PermanentError):
+        applier.apply(job, Plan(create=[pod_body("j-w-0"), pod_body("j-w-1")]))

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from controller.clock import ManualClock
-from controller.errors import ConflictError, PartialProgressError, TransientError
-from controller.kube import JOBS, PODS
+from controller.errors import ConflictError, PartialProgressError, PermanentError, TransientError
+from controller.kube import COMMANDS, JOBS, PODS
 from controller.model import Observed, Plan, PlanSettings
 from controller.runner import Controller
 from controller.settings import Settings
@@ -165,3 +165,50 @@ def test_partial_progress_restarts_the_backoff(harness: Any) -> None:
     planner.errors = [PartialProgressError(TransientError("one create failed", 500), progress=4)]
     ctl.process(KEY)
     assert ctl.queue.num_requeues(KEY) == 1
+
+
+def test_a_permanent_error_warns_once_and_is_not_retried_in_a_loop(harness: Any) -> None:
+    ctl, planner, kube = harness
+    planner.errors = [PermanentError("POST pods j-w-0: 422 Invalid: spec.containers", 422)]
+    ctl.process(KEY)
+    assert ctl.queue.num_requeues(KEY) == 0
+    assert ctl.queue.get(timeout=0) is None, "no backoff loop for a permanent error"
+    assert ctl.recorder.flush()
+    events = [o for (p, _n, _m), o in kube.objects.items() if p == "events"]
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "ReconcileFailed")]
+    message = kube.objects[("jobs", "ns", "j")]["status"]["state"]["message"]
+    assert "POST pods j-w-0: 422 Invalid" in message
+
+
+def test_a_command_for_a_missing_job_is_deleted(harness: Any) -> None:
+    ctl, planner, kube = harness
+    command = kube.put(
+        COMMANDS,
+        {
+            "kind": "Command",
+            "metadata": {"name": "c", "namespace": "ns", "uid": "c1"},
+            "action": "AbortJob",
+            "target": {"kind": "Job", "name": "gone"},
+        },
+    )
+    ctl.cache.upsert("Command", command)
+    ctl.process("ns/gone")
+    assert kube.names("commands") == []
+    assert planner.seen == []
+
+
+def test_a_command_is_kept_while_the_cache_has_not_seen_its_new_job(harness: Any) -> None:
+    ctl, _planner, kube = harness
+    command = kube.put(
+        COMMANDS,
+        {
+            "kind": "Command",
+            "metadata": {"name": "c", "namespace": "ns", "uid": "c1"},
+            "action": "AbortJob",
+            "target": {"kind": "Job", "name": "j"},
+        },
+    )
+    ctl.cache.remove("Job", kube.objects[("jobs", "ns", "j")])
+    ctl.cache.upsert("Command", command)
+    ctl.process(KEY)
+    assert kube.names("commands") == ["c"]
