@@ -481,11 +481,7 @@ class _Planner:
                 if key in self.timers and self.timers[key].get("action") != action.value:
                     self.timers[key]["action"] = action.value
                 continue
-            start = (
-                policies.pending_start(self.pods_by_name.get(ev.pod or ""), self.now)
-                if ev.event == PolicyEvent.POD_PENDING
-                else self.now
-            )
+            start = policies.timer_start(ev, self.pods_by_name.get(ev.pod or ""), self.now)
             fire_at = start + delay
             if fire_at <= self.now:
                 decisions.append(

@@ -259,3 +259,27 @@ def pending_start(pod: Mapping[str, Any] | None, now: datetime) -> datetime:
     """A PodPending delay counts from the pod's creation, so it survives a controller restart."""
     created = parse_time(podview.creation_timestamp(pod or {}))
     return created if created is not None and created <= now else now
+
+
+def failed_since(pod: Mapping[str, Any] | None, now: datetime) -> datetime:
+    """A PodFailed delay counts from when the pod's last container terminated (its
+    `finishedAt`), so a controller that restarts keeps the same deadline."""
+    finished: list[datetime] = []
+    status = (pod or {}).get("status") or {}
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for container in status.get(key) or []:
+            terminated = (container.get("state") or {}).get("terminated") or {}
+            moment = parse_time(terminated.get("finishedAt"))
+            if moment is not None:
+                finished.append(moment)
+    latest = max(finished, default=None)
+    return latest if latest is not None and latest <= now else now
+
+
+def timer_start(event: JobEvent, pod: Mapping[str, Any] | None, now: datetime) -> datetime:
+    """When a delayed action's clock started, read from the API where the API records it."""
+    if event.event == PolicyEvent.POD_PENDING:
+        return pending_start(pod, now)
+    if event.event == PolicyEvent.POD_FAILED:
+        return failed_since(pod, now)
+    return now
