@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import logging
 import secrets
-import signal
 import string
 import sys
 import threading
-from types import FrameType
 from typing import Any, Literal, cast
 
 import click
@@ -18,6 +16,7 @@ from controller.errors import KubeError, NotFoundError
 from controller.kube import COMMANDS, JOBS, Kube, load_api_client
 from controller.runner import Controller
 from controller.settings import Settings
+from kubeio.signals import install_stop_signals
 from shared.cli import show_environment_variables
 from shared.duration import parse_duration
 from shared.labels import BUS_API_VERSION
@@ -177,14 +176,9 @@ def run_controller(settings: Settings) -> int:
     except Exception as exc:
         log.error("cannot load the Kubernetes configuration", extra={"error": str(exc)})
         return 2
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("signal received, stopping", extra={"signal": signal.Signals(signum).name})
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    # SIGTERM/SIGINT set `stop` from a watcher thread, never inside the handler (see
+    # kubeio.signals): the controller then drains, releases its Lease and exits.
+    stop = install_stop_signals()
     controller = Controller(settings, api_client)
     controller.start()
     if controller.endpoints is not None:

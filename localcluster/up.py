@@ -15,7 +15,6 @@ import importlib
 import json
 import logging
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -25,7 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import IO, Any
 from urllib.parse import urlsplit
 
@@ -33,6 +31,7 @@ import click
 import httpx
 import yaml
 
+from kubeio.signals import install_stop_signals
 from localcluster.simulator import nodes as simulated_nodes
 from localcluster.simulator.client import (
     CRDS,
@@ -383,13 +382,8 @@ class LocalControlPlane:
             log.info("local cluster stopped")
 
     def _install_signal_handlers(self) -> None:
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            if not self.stop.is_set():
-                log.info("stopping", extra={"signal": signal.Signals(signum).name})
-            self.stop.set()
-
-        signal.signal(signal.SIGINT, on_signal)
-        signal.signal(signal.SIGTERM, on_signal)
+        """SIGINT/SIGTERM stop the cluster; the handler takes no lock (kubeio.signals)."""
+        install_stop_signals(self.stop)
 
     def _supervise(self) -> int:
         pending_restarts: dict[str, float] = {}

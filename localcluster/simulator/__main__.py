@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 from pathlib import Path
-from types import FrameType
 
 import click
 
+from kubeio.signals import install_stop_signals
 from localcluster.simulator.client import KubeClient
 from localcluster.simulator.logconfig import LOG_FORMATS, configure_logging
 from localcluster.simulator.runner import Simulator
@@ -40,13 +38,7 @@ def main(kubeconfig: Path, pod_runtime: str, scheduler_name: str, log_format: st
         runtime = parse_duration(pod_runtime)
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--pod-runtime") from err
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = install_stop_signals()  # no lock is taken inside a signal handler
     with KubeClient(kubeconfig) as client:
         simulator = Simulator(
             client, default_runtime=runtime, stop=stop, scheduler_name=scheduler_name
