@@ -28,16 +28,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controller import (
+    commands,
     dependson,
+    gang,
     podgroup,
     podview,
     policies,
     restarts,
+    scaling,
     state,
     successpolicy,
     volumes,
 )
 from controller import status as status_mod
+from controller import ttl as ttl_mod
 from controller.model import EventRecord, ObjectRef, Observed, Plan, PlanSettings, WireObject
 from controller.plugins import JobPlugin, build_plugins
 from controller.plugins import ssh as ssh_plugin
@@ -45,7 +49,7 @@ from controller.podgen import PodContext, build_pod
 from controller.policies import Decision, JobEvent
 from controller.state import Kill, Transition
 from shared import labels
-from shared.models import COMMAND_ACTIONS, Job, JobPhase, PolicyAction, PolicyEvent, TaskSpec
+from shared.models import Job, JobPhase, PolicyAction, PolicyEvent, TaskSpec
 
 PVC_RECHECK = timedelta(seconds=10)
 # After a phase change, look again soon even if no watch event arrives.
@@ -329,51 +333,12 @@ class _Planner:
     # ------------------------------------------------------------------ commands
 
     def _commands(self) -> list[Decision]:
-        out: list[Decision] = []
-        ordered = sorted(
-            self.observed.commands,
-            key=lambda c: (podview.creation_timestamp(c) or "", podview.name_of(c)),
-        )
-        accepted = {a.value for a in COMMAND_ACTIONS}
-        for command in ordered:
-            name = podview.name_of(command)
-            action = str(command.get("action") or "")
-            target = command.get("target") or {}
-            valid = action in accepted and target.get("uid") in (None, "", self.job.uid)
-            if valid and out:
-                # One command per reconcile, oldest first: a quick suspend + resume must run
-                # both, in order. The rest wait for the next round.
-                self.requeue.append(FOLLOW_UP)
-                continue
-            self.plan.delete_commands.append(name)
-            if target.get("uid") and target.get("uid") != self.job.uid:
-                self.plan.events.append(
-                    EventRecord(
-                        "Warning",
-                        "CommandRejected",
-                        f"command {name} targets job uid {target.get('uid')}, "
-                        f"not this job ({self.job.uid}); it was deleted without effect",
-                    )
-                )
-                continue
-            if action not in accepted:
-                self.plan.events.append(
-                    EventRecord(
-                        "Warning",
-                        "CommandRejected",
-                        f"command {name} has unknown action {action!r}; accepted actions are "
-                        + ", ".join(sorted(accepted)),
-                    )
-                )
-                continue
-            detail = f"command {name} issued {action}"
-            if command.get("reason") or command.get("message"):
-                detail += f" ({command.get('reason') or ''}: {command.get('message') or ''})"
-            self.plan.events.append(
-                EventRecord("Normal", "CommandIssued", f"Start to execute command {action}")
-            )
-            out.append(Decision(PolicyAction(action), detail, command=True))
-        return out
+        outcome = commands.consume(self.observed.commands, self.job.uid)
+        if outcome.waiting:
+            self.requeue.append(FOLLOW_UP)
+        self.plan.delete_commands.extend(outcome.delete)
+        self.plan.events.extend(outcome.events)
+        return outcome.decisions
 
     # ------------------------------------------------------------------ policies
 
@@ -701,10 +666,7 @@ class _Planner:
 
         pg = self._sync_pod_group()
         self._scale_down()
-        gang = (self.job.spec.scheduler_name or labels.DEFAULT_SCHEDULER) in (
-            self.settings.gang_schedulers
-        )
-        if not gang or podgroup.is_admitted(pg):
+        if gang.gate_open(self.job.spec.scheduler_name, self.settings.gang_schedulers, pg):
             self._create_pods(claims)
         self._transitions()
 
@@ -726,14 +688,8 @@ class _Planner:
         return pg
 
     def _scale_down(self) -> None:
-        extra = []
-        for pod in self.pods:
-            task, index = podview.task_of(pod), podview.index_of(pod)
-            spec = self.tasks.get(task or "")
-            if spec is None or index is None or index >= spec.replica_count:
-                extra.append(pod)
-        extra.sort(key=lambda p: (-(podview.index_of(p) or 0), podview.name_of(p)))
-        self._kill(extra)
+        replicas = {name: t.replica_count for name, t in self.tasks.items()}
+        self._kill(scaling.extra_pods(self.pods, replicas))
 
     def _create_pods(self, claims: list[tuple[str, str]]) -> None:
         ctx = PodContext(
@@ -749,10 +705,9 @@ class _Planner:
             if not dependson.can_create(self.job, task, live_by_task):
                 continue
             done = self.recorded_succeeded.get(task_name, set())
-            for i in range(task.replica_count):
-                name = labels.pod_name(self.job.name, task_name, i)
-                if name in self.all_pods_by_name or i in done:
-                    continue
+            for i in scaling.missing_indexes(
+                self.job.name, task_name, task.replica_count, self.all_pods_by_name.keys(), done
+            ):
                 self.created.append(build_pod(ctx, task, i))
         if self.created:
             self.plan.create.extend(self.created)
@@ -863,10 +818,9 @@ class _Planner:
         self.controlled = {k: v for k, v in self.controlled.items() if not k.startswith("plugin-")}
         self.memory.pop("sshKey", None)
         ttl = self.job.spec.ttl_seconds_after_finished
-        finished_at = status_mod.parse_time(self.last_transition)
-        if ttl is not None and finished_at is not None:
-            expires = finished_at + timedelta(seconds=ttl)
-            if expires <= self.now:
+        expiry = ttl_mod.ttl_outcome(ttl, status_mod.parse_time(self.last_transition), self.now)
+        if expiry is not None:
+            if expiry.delete:
                 self.plan.delete_job = True
                 self.plan.events.append(
                     EventRecord(
@@ -876,8 +830,8 @@ class _Planner:
                         f"ttlSecondsAfterFinished of {ttl}s passed; deleting it",
                     )
                 )
-            else:
-                self.requeue.append(expires - self.now)
+            elif expiry.wait is not None:
+                self.requeue.append(expiry.wait)
 
     # ------------------------------------------------------------------ status
 

@@ -1,76 +1,48 @@
-"""Scaling in place (controller.md "Scaling")."""
+"""`controller.scaling`: the slots to create and the pods a scale-down removes."""
 
 from __future__ import annotations
 
-from builders import World, job
+from typing import Any
 
-from shared import labels
+import pytest
 
-
-def running_world(replicas: int = 3, **plugins: list[str]) -> World:
-    builder = job("j").task("w", replicas)
-    for name, args in plugins.items():
-        builder.plugin(name, *args)
-    world = World(builder.build())
-    world.step()
-    world.admit("Running")
-    world.step()
-    world.set_all("Running")
-    world.step()
-    assert world.phase == "Running"
-    return world
+from controller.scaling import extra_pods, missing_indexes
 
 
-def scale(world: World, replicas: int, min_available: int | None = None) -> None:
-    world.job["spec"]["tasks"][0]["replicas"] = replicas
-    world.job["spec"]["tasks"][0]["minAvailable"] = min(
-        replicas, world.job["spec"]["tasks"][0]["minAvailable"]
-    )
-    world.job["spec"]["minAvailable"] = (
-        min_available
-        if min_available is not None
-        else world.job["spec"]["tasks"][0]["minAvailable"]
-    )
-    world.job["metadata"]["generation"] += 1
+def pod(task: str, index: int) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"j-{task}-{index}",
+            "labels": {"volcano.sh/task-spec": task, "volcano.sh/task-index": str(index)},
+        }
+    }
 
 
-def test_scale_down_deletes_the_highest_indexes_first() -> None:
-    world = running_world(4)
-    scale(world, 2)
-    plan = world.step()
-    assert [r.name for r in plan.delete if r.kind == "Pod"] == ["j-w-3", "j-w-2"]
-    assert sorted(world.pods) == ["j-w-0", "j-w-1"]
-    assert world.pod_group is not None
-    assert world.pod_group["spec"]["minMember"] == 2
-    assert world.pod_group["spec"]["minTaskMember"] == {"w": 2}
-    assert world.phase == "Running"
+@pytest.mark.parametrize(
+    ("pods", "replicas", "expected"),
+    [
+        ([pod("w", 0), pod("w", 1)], {"w": 2}, []),
+        ([pod("w", 0), pod("w", 1), pod("w", 2)], {"w": 1}, ["j-w-2", "j-w-1"]),
+        ([pod("gone", 0), pod("w", 0)], {"w": 1}, ["j-gone-0"]),
+        ([pod("w", 0)], {"w": 0}, ["j-w-0"]),
+    ],
+    ids=["in range", "highest index first", "removed task", "scaled to zero"],
+)
+def test_extra_pods(pods: list[Any], replicas: dict[str, int], expected: list[str]) -> None:
+    assert [p["metadata"]["name"] for p in extra_pods(pods, replicas)] == expected
 
 
-def test_scale_up_creates_missing_indexes_and_updates_the_hosts() -> None:
-    world = running_world(2, svc=[])
-    scale(world, 4, min_available=2)
-    plan = world.step()
-    assert sorted(o["metadata"]["name"] for o in plan.create if o["kind"] == "Pod") == [
-        "j-w-2",
-        "j-w-3",
-    ]
-    cm = world.children[("ConfigMap", "j-svc")]
-    assert cm["data"]["VC_W_NUM"] == "4"
-    assert world.pods["j-w-3"]["metadata"]["annotations"][labels.JOB_VERSION_KEY] == "0"
-
-
-def test_scaling_to_zero_keeps_the_phase() -> None:
-    world = running_world(2)
-    scale(world, 0, min_available=0)
-    world.step()
-    world.step()
-    assert world.pods == {}
-    assert world.phase == "Running"
-
-
-def test_scale_raises_job_updated_for_policies() -> None:
-    world = running_world(2)
-    world.job["spec"]["policies"] = [{"event": "JobUpdated", "action": "RestartJob"}]
-    scale(world, 3, min_available=2)
-    world.step()
-    assert world.phase == "Restarting"
+@pytest.mark.parametrize(
+    ("replicas", "existing", "succeeded", "expected"),
+    [
+        (3, set(), set(), [0, 1, 2]),
+        (3, {"j-w-1"}, set(), [0, 2]),
+        (3, set(), {0}, [1, 2]),
+        (0, set(), set(), []),
+    ],
+    ids=["all missing", "one exists", "a recorded success is not rerun", "no replicas"],
+)
+def test_missing_indexes(
+    replicas: int, existing: set[str], succeeded: set[int], expected: list[int]
+) -> None:
+    assert missing_indexes("j", "w", replicas, existing, succeeded) == expected

@@ -1,0 +1,295 @@
+"""The fault suite: a seeded batch of jobs of mixed shapes and lifecycle policies runs on the
+local control plane with `--fault-rate 0.05` and the simulator (scripted failing pods), while
+the controller is killed with SIGKILL and restarted several times.
+
+Every job must reach the phase its spec implies, with retryCount equal to the runs of its
+failing pod; no two live pods may ever share a job/task/index (checked on every ADDED of a pod
+watch), and no job may be left unfinished. The summary is printed (docs/operations.md quotes it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller import podview
+from controller.errors import KubeError, TransientError
+from controller.kube import JOBS, PODS, Kube
+from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
+from shared import labels
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+SEED = 20260101
+JOBS_IN_BATCH = 40
+FAULT_RATE = 0.05
+KILLS_AT = (12.0, 30.0, 50.0)  # seconds after the batch was submitted
+DEADLINE = 170.0  # for the whole batch, on a busy two-core machine
+RESTART_POLICIES = ("RestartJob", "RestartTask", "RestartPod")
+SHAPES = (*RESTART_POLICIES, "AbortJob", "TerminateJob", "none")
+
+
+@dataclass(frozen=True)
+class JobShape:
+    name: str
+    policy: str
+    workers: int
+    max_retry: int
+
+    @property
+    def fails(self) -> bool:
+        return self.policy != "none"
+
+    def expected(self) -> tuple[str, int]:
+        """(final phase, retryCount). The failing pod fails on every run: a restart policy
+        restarts it until maxRetry restarts were counted, then the job fails."""
+        if self.policy in RESTART_POLICIES:
+            return "Failed", self.max_retry
+        return {"AbortJob": "Aborted", "TerminateJob": "Terminated"}.get(
+            self.policy, "Completed"
+        ), 0
+
+    def expected_failing_runs(self) -> int:
+        return self.max_retry if self.policy in RESTART_POLICIES else (1 if self.fails else 0)
+
+    def body(self) -> dict[str, Any]:
+        def task(name: str, replicas: int, annotations: dict[str, str]) -> dict[str, Any]:
+            return {
+                "name": name,
+                "replicas": replicas,
+                "minAvailable": replicas,
+                "template": {
+                    "metadata": {"annotations": annotations},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "busybox"}],
+                    },
+                },
+            }
+
+        tasks = [task("w", self.workers, {labels.SIM_RUNTIME_KEY: "6s" if self.fails else "2s"})]
+        if self.fails:
+            tasks.append(task("f", 1, {labels.SIM_FAIL_AFTER_KEY: "1s"}))
+        return {
+            "apiVersion": labels.BATCH_API_VERSION,
+            "kind": "Job",
+            "metadata": {"name": self.name, "namespace": "default"},
+            "spec": {
+                "schedulerName": "volcano",
+                "queue": "default",
+                "maxRetry": self.max_retry,
+                "minAvailable": sum(t["replicas"] for t in tasks),
+                "policies": ([{"event": "PodFailed", "action": self.policy}] if self.fails else []),
+                "tasks": tasks,
+            },
+        }
+
+
+def batch(seed: int = SEED, size: int = JOBS_IN_BATCH) -> list[JobShape]:
+    rng = random.Random(seed)
+    shapes = [SHAPES[i % len(SHAPES)] for i in range(size)]
+    rng.shuffle(shapes)
+    return [
+        JobShape(f"fs{i:02d}-{shape.lower()}", shape, rng.randint(1, 3), rng.randint(1, 2))
+        for i, shape in enumerate(shapes)
+    ]
+
+
+def retrying(call: Any, attempts: int = 100) -> Any:
+    """The suite's own calls go through the same faulty API server."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except KubeError as exc:
+            if exc.status == 404 or attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class PodWatch:
+    """Every pod ADDED, from a watch that resumes at its last resourceVersion (a re-list
+    after a 410 reports the pods it had not seen as ADDED too)."""
+
+    kube: Kube
+    live: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # uid -> key
+    created: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (job, task) -> uids
+    duplicates: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _added(self, pod: dict[str, Any]) -> None:
+        uid = podview.uid_of(pod)
+        job = podview.labels_of(pod).get(labels.JOB_NAME_KEY)
+        task, index = podview.task_of(pod), podview.index_of(pod)
+        if not uid or job is None or task is None or index is None or uid in self.live:
+            return
+        key = (job, task, index)
+        with self._lock:
+            if key in self.live.values():
+                self.duplicates.append(f"{job}/{task}/{index}")
+            self.live[uid] = key
+            self.created.setdefault((job, task), set()).add(uid)
+
+    def _deleted(self, pod: dict[str, Any]) -> None:
+        with self._lock:
+            self.live.pop(podview.uid_of(pod), None)
+
+    def _relist(self) -> str:
+        items, rv = retrying(lambda: self.kube.list(PODS, label_selector=labels.JOB_NAME_KEY))
+        uids = {podview.uid_of(p) for p in items}
+        with self._lock:
+            for uid in [u for u in self.live if u not in uids]:
+                self.live.pop(uid)
+        for pod in items:
+            self._added(pod)
+        return str(rv)
+
+    def run(self) -> None:
+        rv = self._relist()
+        while not self.stop.is_set():
+            try:
+                for event in self.kube.watch(
+                    PODS,
+                    resource_version=rv,
+                    label_selector=labels.JOB_NAME_KEY,
+                    timeout_seconds=30,
+                ):
+                    obj = event.get("object") or {}
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    if event.get("type") == "ADDED":
+                        self._added(obj)
+                    elif event.get("type") == "DELETED":
+                        self._deleted(obj)
+                    if self.stop.is_set():
+                        return
+            except TransientError as exc:
+                if exc.reason == "Expired" or exc.status == 410:
+                    rv = self._relist()
+                time.sleep(0.05)
+            except KubeError:
+                time.sleep(0.05)
+            except Exception:  # a cut stream: resume from the last resourceVersion
+                time.sleep(0.05)
+
+
+class ControllerProcess:
+    def __init__(self, cluster: LocalCluster, log: Path) -> None:
+        argv = [
+            *vcjob_executable(), "controller",
+            "--kubeconfig", str(cluster.kubeconfig),
+            "--health-port", "0", "--metrics-port", "0", "--bind-address", "127.0.0.1",
+            "--qps", "0", "--resync-period", "5s", "--log-format", "text",
+            "--request-timeout", "2s", "--no-leader-elect",
+        ]  # fmt: skip
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, env=tools_env(), start_new_session=True
+            )
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with running_cluster(
+        tmp_path_factory.mktemp("faultsuite"),
+        simulator=True,
+        webhook=False,
+        controller=False,
+        nodes=4,
+        fault_rate=FAULT_RATE,
+    ) as running:
+        yield running
+
+
+def test_fault_suite(cluster: LocalCluster, tmp_path: Path) -> None:
+    kube = Kube(cluster.api_client(), qps=0, request_timeout=5.0)
+    shapes = batch()
+    watch = PodWatch(kube)
+    watcher = threading.Thread(target=watch.run, name="pod-watch", daemon=True)
+    watcher.start()
+    log = tmp_path / "controller.log"
+    controller = ControllerProcess(cluster, log)
+    started = time.monotonic()
+    kills = 0
+    try:
+        for shape in shapes:
+            try:
+                retrying(lambda s=shape: kube.create(JOBS, "default", s.body()))
+            except KubeError as exc:
+                if exc.status != 409:  # created by an earlier attempt whose answer was lost
+                    raise
+        pending_kills = list(KILLS_AT)
+        results: dict[str, tuple[str, int]] = {}
+        while time.monotonic() - started < DEADLINE:
+            elapsed = time.monotonic() - started
+            if pending_kills and elapsed >= pending_kills[0]:
+                pending_kills.pop(0)
+                controller.kill()
+                kills += 1
+                controller = ControllerProcess(cluster, log)
+            items, _ = retrying(lambda: kube.list(JOBS))
+            results = {
+                j["metadata"]["name"]: (
+                    str(((j.get("status") or {}).get("state") or {}).get("phase") or ""),
+                    int((j.get("status") or {}).get("retryCount") or 0),
+                )
+                for j in items
+            }
+            if not pending_kills and all(
+                results.get(s.name, ("", 0))[0] == s.expected()[0] for s in shapes
+            ):
+                break
+            time.sleep(1.0)
+        time.sleep(2.0)  # let the last deletions' watch events arrive
+    finally:
+        controller.kill()
+        watch.stop.set()
+    wall = time.monotonic() - started
+    wrong = {
+        s.name: {"expected": s.expected(), "got": results.get(s.name)}
+        for s in shapes
+        if results.get(s.name) != s.expected()
+    }
+    runs = {
+        s.name: (len(watch.created.get((s.name, "f"), set())), s.expected_failing_runs())
+        for s in shapes
+        if s.fails
+    }
+    bad_runs = {name: r for name, r in runs.items() if r[0] != r[1]}
+    text = log.read_text(errors="replace")
+    faults_seen = sum(
+        text.count(marker) for marker in ("injected fault", "409 Conflict", "504 Timeout")
+    )
+    summary = {
+        "jobs": len(shapes),
+        "shapes": {shape: sum(s.policy == shape for s in shapes) for shape in SHAPES},
+        "fault_rate": FAULT_RATE,
+        "faults_seen_by_controller": faults_seen,
+        "controller_kills": kills,
+        "pods_created": sum(len(u) for u in watch.created.values()),
+        "duplicates": len(watch.duplicates),
+        "stuck": len(wrong),
+        "wall_seconds": round(wall, 1),
+    }
+    print("fault suite summary:", json.dumps(summary, sort_keys=True))
+    assert kills >= 3
+    assert watch.duplicates == [], f"two live pods shared a job/task/index: {watch.duplicates}"
+    assert wrong == {}, f"jobs stuck or in the wrong phase/retryCount: {wrong}\n{text[-3000:]}"
+    assert bad_runs == {}, f"failing pod runs (seen, expected) differ: {bad_runs}"
