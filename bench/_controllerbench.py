@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from controller.kube import Kube
+from kubeio.client import Kube
 from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
 
 CLK_TCK = 100.0

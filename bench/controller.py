@@ -25,8 +25,8 @@ assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
-from controller.errors import AlreadyExistsError  # noqa: E402
-from controller.kube import JOBS, PODS, Kube, Resource  # noqa: E402
+from kubeio.client import JOBS, PODS, Kube, Resource  # noqa: E402
+from kubeio.errors import AlreadyExistsError  # noqa: E402
 
 ControllerProcess = bench.ControllerProcess
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)

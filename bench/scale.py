@@ -23,7 +23,7 @@ assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
-from controller.kube import JOBS  # noqa: E402
+from kubeio.client import JOBS  # noqa: E402
 
 HISTOGRAM = "controller_runtime_reconcile_time_seconds"
 

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.cache import Cache
-from controller.errors import (
+from controller.metrics import Metrics
+from controller.model import ObjectRef, Plan
+from kubeio.client import COMMANDS, JOBS, Kube, resource_for_kind
+from kubeio.errors import (
     AlreadyExistsError,
     ConflictError,
     KubeError,
@@ -25,10 +28,7 @@ from controller.errors import (
     PartialProgressError,
     PermanentError,
 )
-from controller.events import EventRecorder
-from controller.kube import COMMANDS, JOBS, Kube, resource_for_kind
-from controller.metrics import Metrics
-from controller.model import ObjectRef, Plan
+from kubeio.events import EventRecorder
 from shared.labels import OUT_OF_SYNC_KEY
 
 log = logging.getLogger(__name__)

@@ -12,10 +12,10 @@ from typing import Any, Literal, cast
 import click
 
 from controller.elastic_loop import ElasticLoop
-from controller.errors import KubeError, NotFoundError
-from controller.kube import COMMANDS, JOBS, Kube, load_api_client
 from controller.runner import Controller
 from controller.settings import Settings
+from kubeio.client import COMMANDS, JOBS, Kube, load_api_client
+from kubeio.errors import KubeError, NotFoundError
 from kubeio.signals import install_stop_signals
 from shared.cli import show_environment_variables
 from shared.duration import parse_duration

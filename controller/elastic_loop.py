@@ -18,7 +18,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from kubernetes import client
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
 from controller.elastic_plan import (
@@ -32,8 +31,8 @@ from controller.elastic_plan import (
     plan_elastic,
     pod_view_from_wire,
 )
-from controller.errors import KubeError, NotFoundError, TransientError
-from controller.kube import EVENTS, JOBS, PODS, Kube, Resource
+from kubeio.client import EVENTS, JOBS, PODS, ApiClient, Kube, Resource
+from kubeio.errors import KubeError, NotFoundError, TransientError
 
 log = logging.getLogger("controller.elastic")
 
@@ -145,7 +144,7 @@ class ElasticLoop:
 
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api_client: ApiClient,
         period_seconds: float,
         dry_run: bool,
         max_step: int,

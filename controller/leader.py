@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from controller.clock import Clock, RealClock
-from controller.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
-from controller.kube import LEASES, Kube
+from kubeio.client import LEASES, Kube
+from kubeio.clock import Clock, RealClock
+from kubeio.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ class LeaderElector:
 
 
 class KubeLeaseApi:
-    """`LeaseApi` over `controller.kube.Kube`."""
+    """`LeaseApi` over `kubeio.client.Kube`."""
 
     def __init__(self, kube: Kube) -> None:
         self._kube = kube

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from controller.workqueue import QueueHooks
+from kubeio.workqueue import QueueHooks
 
 CONTROLLER = "job"
 RECONCILE_BUCKETS: tuple[float, ...] = (

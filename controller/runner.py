@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from kubernetes import client
-
 from controller.apply import CREATE_PARALLELISM, Applier, JobGoneError
 from controller.cache import Cache
-from controller.clock import Clock, RealClock
-from controller.errors import KubeError, NotFoundError, PartialProgressError, PermanentError
-from controller.events import EventRecorder
-from controller.kube import (
+from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
+from controller.metrics import CONTROLLER, Metrics
+from controller.model import Observed, Plan, PlanSettings
+from controller.observe import build_observed, pvcs_to_look_up
+from controller.server import HttpEndpoints
+from controller.settings import Settings
+from kubeio.client import (
     COMMANDS,
     CONFIGMAPS,
     JOBS,
@@ -35,17 +36,15 @@ from controller.kube import (
     PVCS,
     SECRETS,
     SERVICES,
+    ApiClient,
     Kube,
     pooled_copy,
 )
-from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
-from controller.metrics import CONTROLLER, Metrics
-from controller.model import Observed, Plan, PlanSettings
-from controller.observe import build_observed, pvcs_to_look_up
-from controller.server import HttpEndpoints
-from controller.settings import Settings
-from controller.watch import Reflector, WatchSpec
-from controller.workqueue import WorkQueue
+from kubeio.clock import Clock, RealClock
+from kubeio.errors import KubeError, NotFoundError, PartialProgressError, PermanentError
+from kubeio.events import EventRecorder
+from kubeio.informer import Reflector, WatchSpec
+from kubeio.workqueue import WorkQueue
 from shared.labels import JOB_NAME_KEY
 
 log = logging.getLogger(__name__)
@@ -86,7 +85,7 @@ class Controller:
     def __init__(
         self,
         settings: Settings,
-        api_client: client.ApiClient,
+        api_client: ApiClient,
         *,
         reconcile: ReconcileFn | None = None,
         clock: Clock | None = None,

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from controller import podview
-from controller.errors import KubeError, TransientError
-from controller.kube import JOBS, PODS, Kube
+from kubeio.client import JOBS, PODS, Kube
+from kubeio.errors import KubeError, TransientError
 from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
 from shared import labels
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from controller.errors import KubeError, NotFoundError
-from controller.kube import EVENTS, JOBS, LEASES, PODS, Kube
+from kubeio.client import EVENTS, JOBS, LEASES, PODS, Kube
+from kubeio.errors import KubeError, NotFoundError
 from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

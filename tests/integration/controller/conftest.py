@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from controller.kube import JOBS, PODGROUPS, PODS, Kube
 from controller.runner import Controller
 from controller.settings import Settings
+from kubeio.client import JOBS, PODGROUPS, PODS, Kube
 from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
 
 WAIT = 30.0

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from controller.errors import KubeError
-from controller.kube import COMMANDS, JOBS, Kube
+from kubeio.client import COMMANDS, JOBS, Kube
+from kubeio.errors import KubeError
 
 Kubelet = Any
 pytestmark = pytest.mark.slow

@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from controller.clock import ManualClock
-from controller.errors import AlreadyExistsError, ConflictError, NotFoundError
-from controller.kube import Resource
+from kubeio.client import Resource
+from kubeio.clock import ManualClock
+from kubeio.errors import AlreadyExistsError, ConflictError, NotFoundError
 
 
 @pytest.fixture
@@ -16,7 +16,7 @@ def clock() -> ManualClock:
 
 
 class FakeKube:
-    """Just enough of `controller.kube.Kube` in memory: objects by (plural, namespace, name),
+    """Just enough of `kubeio.client.Kube` in memory: objects by (plural, namespace, name),
     a global resourceVersion, optimistic concurrency on status writes, and injected failures."""
 
     def __init__(self) -> None:

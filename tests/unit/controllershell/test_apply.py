@@ -9,16 +9,16 @@ import pytest
 
 from controller.apply import Applier, JobGoneError
 from controller.cache import Cache
-from controller.errors import (
+from controller.metrics import Metrics
+from controller.model import EventRecord, ObjectRef, Plan
+from kubeio.client import JOBS, PODGROUPS, PODS
+from kubeio.errors import (
     ConflictError,
     PartialProgressError,
     PermanentError,
     TransientError,
 )
-from controller.events import EventRecorder
-from controller.kube import JOBS, PODGROUPS, PODS
-from controller.metrics import Metrics
-from controller.model import EventRecord, ObjectRef, Plan
+from kubeio.events import EventRecorder
 
 
 def job_body(uid: str = "job-uid") -> dict[str, Any]:

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from controller import podview
-from controller.clock import ManualClock
-from controller.errors import TransientError
-from controller.kube import COMMANDS, JOBS, PODGROUPS, PODS, Resource
 from controller.runner import Controller
 from controller.settings import Settings
+from kubeio.client import COMMANDS, JOBS, PODGROUPS, PODS, Resource
+from kubeio.clock import ManualClock
+from kubeio.errors import TransientError
 from shared import labels
 
 from .conftest import FakeKube

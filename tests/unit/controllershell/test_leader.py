@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.clock import ManualClock
-from controller.errors import AlreadyExistsError, ConflictError, TransientError
 from controller.leader import LeaderConfig, LeaderElector
+from kubeio.clock import ManualClock
+from kubeio.errors import AlreadyExistsError, ConflictError, TransientError
 
 
 class FakeLeases:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from controller.cache import Cache
-from controller.clock import ManualClock
 from controller.observe import build_observed, pvcs_to_look_up
+from kubeio.clock import ManualClock
 
 JOB_UID = "uid-1"
 

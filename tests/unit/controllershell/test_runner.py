@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from controller.clock import ManualClock
-from controller.errors import ConflictError, PartialProgressError, PermanentError, TransientError
-from controller.kube import COMMANDS, JOBS, PODS
 from controller.model import Observed, Plan, PlanSettings
 from controller.runner import Controller
 from controller.settings import Settings
+from kubeio.client import COMMANDS, JOBS, PODS
+from kubeio.clock import ManualClock
+from kubeio.errors import ConflictError, PartialProgressError, PermanentError, TransientError
 
 KEY = "ns/j"
 

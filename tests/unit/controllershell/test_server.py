@@ -10,12 +10,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
-from controller.clock import ManualClock
-from controller.kube import JOBS
 from controller.model import Plan
 from controller.runner import Controller
 from controller.server import HttpEndpoints
 from controller.settings import Settings
+from kubeio.client import JOBS
+from kubeio.clock import ManualClock
 
 
 def get(port: int, path: str) -> tuple[int, str]:

@@ -13,8 +13,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.elastic_loop import JSON_PATCH, ElasticLoop
-from controller.errors import PermanentError, TransientError
-from controller.kube import Kube, Resource
+from kubeio.client import Kube, Resource
+from kubeio.errors import PermanentError, TransientError
 
 GPU = "nvidia.com/gpu"
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

@@ -14,9 +14,9 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from controller.clock import Clock, RealClock
-from controller.errors import KubeError, NotFoundError
-from controller.kube import EVENTS, Kube
+from kubeio.client import EVENTS, Kube
+from kubeio.clock import Clock, RealClock
+from kubeio.errors import KubeError, NotFoundError
 
 log = logging.getLogger(__name__)
 

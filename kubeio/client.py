@@ -1,8 +1,8 @@
-"""The only module that talks to the Kubernetes API.
+"""The only module that talks to the Kubernetes API (for every vcjob process).
 
 Objects travel as plain wire dicts through `ApiClient.param_serialize` + `call_api`, never through
 the client's generated models (they drop or reject unknown fields). Every failure is translated
-here into an error that carries the retry decision (`controller.errors`).
+here into an error that carries the retry decision (`kubeio.errors`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.watch.watch import iter_resp_lines
 
-from controller.errors import (
+from kubeio.errors import (
     AlreadyExistsError,
     ConflictError,
     KubeError,
@@ -29,6 +29,8 @@ from controller.errors import (
 )
 
 WireObject = dict[str, Any]
+# The official client's connection object; the processes hold it only through this name.
+ApiClient = client.ApiClient
 
 # (connect, read) seconds for ordinary calls; watches add their own server-side timeout.
 REQUEST_TIMEOUT = (5.0, 30.0)

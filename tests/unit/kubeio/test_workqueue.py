@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from controller.clock import ManualClock as FakeClock
-from controller.workqueue import RateLimits, WorkQueue
+from kubeio.clock import ManualClock as FakeClock
+from kubeio.workqueue import RateLimits, WorkQueue
 
 
 def drain_now(q: WorkQueue) -> list[str]:

@@ -8,14 +8,14 @@ import pytest
 from click.testing import CliRunner
 
 from controller.cli import build_command, controller_command
-from controller.errors import (
+from kubeio.client import JOBS, LEASES, PODS, PRIORITY_CLASSES, TokenBucket, translate
+from kubeio.errors import (
     AlreadyExistsError,
     ConflictError,
     NotFoundError,
     PermanentError,
     TransientError,
 )
-from controller.kube import JOBS, LEASES, PODS, PRIORITY_CLASSES, TokenBucket, translate
 
 
 @pytest.mark.parametrize(

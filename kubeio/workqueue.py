@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from controller.clock import Clock, RealClock
+from kubeio.clock import Clock, RealClock
 
 
 @dataclass

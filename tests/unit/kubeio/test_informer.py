@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from controller.cache import Cache
-from controller.errors import TransientError
-from controller.kube import PODS
-from controller.watch import Reflector, WatchSpec
+from kubeio.client import PODS
+from kubeio.errors import TransientError
+from kubeio.informer import Reflector, WatchSpec
 
 
 def pod(name: str, rv: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""List+watch loops (reflectors) feeding the cache and the work queue.
+"""List+watch loops (reflectors) feeding a store and, through it, a work queue.
 
 Each resource gets one thread: list (paged), store, then watch from the list's resourceVersion,
 following bookmarks; a `410 Gone` (as an ERROR event or a status) re-lists; a dropped stream
@@ -14,13 +14,23 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from controller.cache import Cache
-from controller.errors import KubeError, NotFoundError
-from controller.kube import Kube, Resource
+from kubeio.client import Kube, Resource
+from kubeio.errors import KubeError, NotFoundError
 
 log = logging.getLogger(__name__)
+
+
+class Store(Protocol):
+    """Where a reflector puts what it lists and watches. Each call returns the work-queue
+    keys the change touches (for the controller: the jobs the objects belong to)."""
+
+    def replace_all(self, kind: str, items: Iterable[dict[str, Any]]) -> set[str]: ...
+
+    def upsert(self, kind: str, obj: dict[str, Any]) -> str | None: ...
+
+    def remove(self, kind: str, obj: dict[str, Any]) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,7 @@ class Reflector:
         self,
         kube: Kube,
         spec: WatchSpec,
-        cache: Cache,
+        cache: Store,
         enqueue: Callable[[Iterable[str]], None],
         stop: threading.Event,
         *,
