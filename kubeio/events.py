@@ -8,10 +8,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
-import secrets
 import threading
 import time
 from collections import OrderedDict
+from datetime import UTC, datetime
 from typing import Any
 
 from kubeio.client import EVENTS, Kube
@@ -23,10 +23,23 @@ log = logging.getLogger(__name__)
 COMPONENT = "vc-controller-manager"
 _REMEMBERED = 4096
 _BACKLOG = 10_000
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _time(clock: Clock) -> str:
-    return clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+def _time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def unix_nanos(moment: datetime) -> int:
+    """Nanoseconds since the epoch, exactly (no float rounding)."""
+    delta = moment.astimezone(UTC) - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+
+
+def event_name(object_name: str, nanos: int) -> str:
+    """client-go's `<object>.<unix nanoseconds in hex>`: names sort by time, so listings
+    (and `kubectl describe`, which orders by name among equal timestamps) keep the order."""
+    return f"{object_name}.{nanos:x}"
 
 
 class EventRecorder:
@@ -46,7 +59,10 @@ class EventRecorder:
         self._clock: Clock = clock or RealClock()
         self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, int]] = OrderedDict()
         self._lock = threading.Lock()
-        self._pending: queue.Queue[tuple[dict[str, Any], str, str, str, str] | None] | None = None
+        self._pending: queue.Queue[tuple[dict[str, Any], str, str, str, datetime] | None] | None = (
+            None
+        )
+        self._last_nanos = 0
         self._thread: threading.Thread | None = None
         if asynchronous:
             self._pending = queue.Queue(maxsize=_BACKLOG)
@@ -57,15 +73,15 @@ class EventRecorder:
 
     def record(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         if self._pending is None:
-            self._write(obj, event_type, reason, message, _time(self._clock))
+            self._write(obj, event_type, reason, message, self._clock.now())
             return
         try:
-            self._pending.put_nowait((obj, event_type, reason, message, _time(self._clock)))
+            self._pending.put_nowait((obj, event_type, reason, message, self._clock.now()))
         except queue.Full:
             log.warning("event dropped, backlog full", extra={"reason": reason})
 
     def _drain(
-        self, pending: queue.Queue[tuple[dict[str, Any], str, str, str, str] | None]
+        self, pending: queue.Queue[tuple[dict[str, Any], str, str, str, datetime] | None]
     ) -> None:
         while (item := pending.get()) is not None:
             try:
@@ -94,8 +110,9 @@ class EventRecorder:
         self._thread.join(timeout)
 
     def _write(
-        self, obj: dict[str, Any], event_type: str, reason: str, message: str, now: str
+        self, obj: dict[str, Any], event_type: str, reason: str, message: str, moment: datetime
     ) -> None:
+        now = _time(moment)
         meta = obj.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         uid = str(meta.get("uid") or "")
@@ -113,7 +130,7 @@ class EventRecorder:
                     return
                 except NotFoundError:
                     pass
-            name = f"{meta.get('name', 'job')}.{secrets.token_hex(8)}"
+            name = event_name(str(meta.get("name", "job")), self._next_nanos(moment))
             body = {
                 "apiVersion": "v1",
                 "kind": "Event",
@@ -143,6 +160,13 @@ class EventRecorder:
                 "event not recorded",
                 extra={"namespace": namespace, "reason": reason, "error": str(exc)},
             )
+
+    def _next_nanos(self, moment: datetime) -> int:
+        """The moment's nanoseconds, strictly increasing per recorder (two Events in the same
+        nanosecond — or from a clock that stands still — still get distinct, ordered names)."""
+        with self._lock:
+            self._last_nanos = max(unix_nanos(moment), self._last_nanos + 1)
+            return self._last_nanos
 
     def _remember(self, key: tuple[str, str, str, str], name: str, count: int) -> None:
         with self._lock:

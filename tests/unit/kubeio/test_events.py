@@ -1,0 +1,74 @@
+"""The event recorder: client-go's time-ordered names, and repeats counted on one Event."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from kubeio.client import Resource
+from kubeio.clock import ManualClock
+from kubeio.events import EventRecorder, event_name, unix_nanos
+
+
+class Events:
+    """Just the Event writes of `kubeio.client.Kube`, in memory."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, Any]] = {}
+
+    def create(self, res: Resource, namespace: str | None, body: dict[str, Any]) -> Any:
+        assert body["metadata"]["name"] not in self.objects, "event names are unique"
+        self.objects[body["metadata"]["name"]] = copy.deepcopy(body)
+        return body
+
+    def merge_patch(
+        self, res: Resource, namespace: str | None, name: str, patch: dict[str, Any], sub: str = ""
+    ) -> Any:
+        self.objects[name].update(patch)
+        return self.objects[name]
+
+
+JOB = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+       "metadata": {"name": "j", "namespace": "ns", "uid": "u1"}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("moment", "expected"),
+    [
+        (datetime(1970, 1, 1, tzinfo=UTC), "j.0"),
+        (datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC), "j.3b9aca00"),
+        (datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=UTC), f"j.{1767225600000001000:x}"),
+    ],
+    ids=["epoch", "one second", "microseconds kept"],
+)
+def test_event_name_is_the_object_and_its_unix_nanoseconds_in_hex(
+    moment: datetime, expected: str
+) -> None:
+    assert event_name("j", unix_nanos(moment)) == expected
+
+
+def test_names_follow_the_order_of_recording_even_on_a_clock_that_stands_still() -> None:
+    kube = Events()
+    recorder = EventRecorder(kube, "me", ManualClock())  # type: ignore[arg-type]
+    for reason in ("First", "Second", "Third"):
+        recorder.record(JOB, "Normal", reason, reason)
+    by_name = [
+        kube.objects[n]["reason"] for n in sorted(kube.objects, key=lambda n: int(n[2:], 16))
+    ]
+    assert by_name == ["First", "Second", "Third"]
+
+
+def test_a_repeat_counts_on_the_first_event() -> None:
+    kube = Events()
+    clock = ManualClock()
+    recorder = EventRecorder(kube, "me", clock)  # type: ignore[arg-type]
+    recorder.record(JOB, "Warning", "FailedCreatePod", "create j-w-0: Invalid")
+    clock.advance(timedelta(seconds=5).total_seconds())
+    recorder.record(JOB, "Warning", "FailedCreatePod", "create j-w-0: Invalid")
+    assert len(kube.objects) == 1
+    event = next(iter(kube.objects.values()))
+    assert event["count"] == 2
+    assert event["lastTimestamp"] > event["firstTimestamp"]
