@@ -27,7 +27,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller import dependson, podgroup, podview, policies, state, successpolicy, volumes
+from controller import (
+    dependson,
+    partitions,
+    podgroup,
+    podview,
+    policies,
+    state,
+    successpolicy,
+    volumes,
+)
 from controller import status as status_mod
 from controller.model import EventRecord, ObjectRef, Observed, Plan, PlanSettings, WireObject
 from controller.plugins import JobPlugin, build_plugins
@@ -43,7 +52,9 @@ PVC_RECHECK = timedelta(seconds=10)
 FOLLOW_UP = timedelta(seconds=1)
 PLUGIN_KINDS = ("Service", "ConfigMap", "NetworkPolicy", "Secret")
 
-_TARGETED = frozenset({PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD})
+_TARGETED = frozenset(
+    {PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD, PolicyAction.RESTART_PARTITION}
+)
 MEMORY_TIMERS = "timers"
 MEMORY_SHAPE = "specShape"
 MEMORY_DELETED_POD_GROUP = "deletedPodGroupUid"
@@ -491,12 +502,16 @@ class _Planner:
                 pods.add(d.pod)
             elif d.action == PolicyAction.RESTART_POD and d.task:
                 tasks.add(d.task)
+            elif d.action == PolicyAction.RESTART_PARTITION:
+                pods |= partitions.partition_pods(self.pods, d.task, d.pod)
         return _Target(frozenset(tasks), frozenset(pods))
 
     def _execute(self, decision: Decision, decisions: list[Decision]) -> None:
         action = decision.action
         # Targeted restarts due together become one restart (one retry consumed).
         target = self._targets(decision, decisions if action in _TARGETED else ())
+        if action == PolicyAction.RESTART_PARTITION and not target.pods:
+            return  # no partition to restart: Volcano does nothing at all
         if action in (PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD) and not (
             target.tasks or target.pods
         ):
@@ -634,6 +649,8 @@ class _Planner:
         claims = vplan.claims
 
         pg = self._sync_pod_group()
+        if (warning := podgroup.pending_warning(self.job, pg)) is not None:
+            self.plan.events.append(EventRecord("Warning", "PodGroupPending", warning))
         self._scale_down()
         gang = (self.job.spec.scheduler_name or labels.DEFAULT_SCHEDULER) in (
             self.settings.gang_schedulers

@@ -339,6 +339,13 @@ def test_quota_style_keys_are_normalised() -> None:
     }
 
 
+def test_volcano_min_resources_keys_count_once() -> None:
+    """`cpu` and `requests.cpu` name the same amount in a PodGroup's minResources."""
+    assert parse_resources(
+        {"count/pods": "2", "pods": "2", "cpu": "2", "requests.cpu": "2", "limits.cpu": "4"}
+    ) == {"cpu": Decimal(2), "pods": Decimal(2)}
+
+
 def test_views_read_wire_objects() -> None:
     wire_node = {
         "metadata": {"name": "node-1", "labels": {"kubernetes.io/hostname": "node-1"}},
