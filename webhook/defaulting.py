@@ -14,7 +14,7 @@ import jsonpatch
 
 from shared import labels
 
-FRAMEWORK_PLUGINS: Final = ("tensorflow", "pytorch", "mpi")
+FRAMEWORK_PLUGINS: Final = ("tensorflow", "pytorch", "mpi", "ray")
 
 
 def _is_int(value: Any) -> TypeGuard[int]:

@@ -785,6 +785,26 @@ def _check_plugins(rules: _Rules) -> None:
             rules.add(
                 FieldError.invalid(where, arguments, f"--port must be between 1 and {MAX_PORT}")
             )
+        if plugin == "ray":
+            head = parsed.string("head")
+            if head not in rules.task_names():
+                # Volcano admits it and then fails every sync of the job.
+                rules.add(
+                    FieldError.invalid(
+                        where,
+                        arguments,
+                        f'the ray head task "{head}" does not exist in spec.tasks '
+                        "(set it with --head=<task>)",
+                    )
+                )
+        for name in ("dashboardPort", "clientPort"):
+            value = parsed.values.get(name)
+            if isinstance(value, int) and not 1 <= value <= MAX_PORT:
+                rules.add(
+                    FieldError.invalid(
+                        where, arguments, f"--{name} must be between 1 and {MAX_PORT}"
+                    )
+                )
         if plugin == "mpi":
             master = parsed.string("master")
             if master not in rules.task_names():

@@ -331,3 +331,99 @@ def test_pytorch_master_address_follows_the_template_hostname() -> None:
     j["spec"]["tasks"][0]["template"]["spec"].update({"hostname": "m", "subdomain": "s"})
     master = Job.from_wire(j).spec.tasks[0]
     assert pytorch.master_address(Job.from_wire(j), master) == "m.s"
+
+
+# -- ray and hcclrank ----------------------------------------------------------------------------
+
+
+def ray_job(*args: str) -> Wire:
+    return job("rj").task("head").task("worker", 2).plugin("ray", *args).plugin("svc").build()
+
+
+def test_ray_head_and_worker_commands_and_ports() -> None:
+    j = ray_job()
+    j["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["name"] = "head"
+    plan = plan_for(j)
+    pods = pods_of(plan)
+    head = pods["rj-head-0"]["spec"]["containers"][0]
+    assert head["command"] == [
+        "sh",
+        "-c",
+        "ray start --head --block --dashboard-host=0.0.0.0 --port=6379 --dashboard-port=8265 "
+        "--ray-client-server-port=10001",
+    ]
+    assert [(p["name"], p["containerPort"]) for p in head["ports"]] == [
+        ("gcs", 6379),
+        ("dashboard", 8265),
+        ("client-server", 10001),
+    ]
+    worker = pods["rj-worker-1"]["spec"]["containers"][0]
+    assert worker["command"] == ["sh", "-c", "ray start --block --address=rj-head-0.rj:6379"]
+    service = next(
+        o for o in plan.create if o["kind"] == "Service" and o["metadata"]["name"] == "rj-head-svc"
+    )
+    assert service["spec"]["type"] == "ClusterIP"
+    assert service["spec"]["selector"] == {
+        labels.JOB_NAME_KEY: "rj",
+        labels.JOB_NAMESPACE_KEY: "default",
+        labels.TASK_SPEC_KEY: "head",
+    }
+    assert [(p["name"], p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [
+        ("gcs", 6379, "gcs"),
+        ("dashboard", 8265, "dashboard"),
+        ("client-server", 10001, "client-server"),
+    ]
+
+
+def test_ray_flags_rename_tasks_containers_and_ports() -> None:
+    j = (
+        job("rj")
+        .task("boss")
+        .task("hands")
+        .plugin("ray", "--head=boss", "--worker=hands", "--headContainer=boss", "--port=7000")
+        .build()
+    )
+    j["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "mine", "containerPort": 7000}
+    ]
+    pods = pods_of(plan_for(j))
+    head = pods["rj-boss-0"]["spec"]["containers"][0]
+    # A port with that number already exists: no `gcs` port is added.
+    assert [p["name"] for p in head["ports"]] == ["mine", "dashboard", "client-server"]
+    assert "--port=7000" in head["command"][2]
+    # The worker container is named `hands`, not `worker`: left alone.
+    assert pods["rj-hands-0"]["spec"]["containers"][0]["command"] == ["true"]
+
+
+def test_ray_without_a_head_task_changes_nothing() -> None:
+    j = job("rj").task("worker").plugin("ray").build()
+    plan = plan_for(j)
+    assert not [o for o in plan.create if o["kind"] == "Service"]
+    assert pods_of(plan)["rj-worker-0"]["spec"]["containers"][0]["command"] == ["true"]
+
+
+def rank_of(pod: Wire) -> str | None:
+    value = pod["metadata"]["annotations"].get("hccl/rankIndex")
+    return None if value is None else str(value)
+
+
+def test_hcclrank_ranks_master_then_workers() -> None:
+    j = job("h").task("master", 2).task("worker", 2).task("other").plugin("hcclrank").build()
+    pods = pods_of(plan_for(j))
+    assert {n: rank_of(p) for n, p in pods.items()} == {
+        "h-master-0": "0",
+        "h-master-1": "1",
+        "h-worker-0": "2",
+        "h-worker-1": "3",
+        "h-other-0": None,
+    }
+
+
+def test_hcclrank_keeps_a_template_annotation_and_copies_a_literal_rank_env() -> None:
+    j = job("h").task("master").task("worker").plugin("hcclrank").build()
+    j["spec"]["tasks"][0]["template"]["metadata"]["annotations"] = {"hccl/rankIndex": "7"}
+    j["spec"]["tasks"][1]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "RANK", "value": "5"}
+    ]
+    pods = pods_of(plan_for(j))
+    assert (rank_of(pods["h-master-0"]), rank_of(pods["h-worker-0"])) == ("7", "5")

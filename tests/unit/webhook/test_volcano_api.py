@@ -203,3 +203,15 @@ def test_job_network_topology_is_immutable_and_checked_on_update() -> None:
         'spec.networkTopology.highestTierName: Invalid value: "rack": field is immutable',
         f"spec.networkTopology.highestTierName: Forbidden: {BOTH_TIERS}",
     ]
+
+
+def test_ray_needs_its_head_task() -> None:
+    assert create_errors(job(plugins={"ray": []})) == [
+        'spec.plugins[ray]: Invalid value: []: the ray head task "head" does not exist in '
+        "spec.tasks (set it with --head=<task>)"
+    ]
+
+
+def test_ray_gets_svc_by_default() -> None:
+    raw = job(task(1, name="head"), plugins={"ray": []})
+    assert default_job(raw, "volcano")["spec"]["plugins"] == {"ray": [], "svc": []}
