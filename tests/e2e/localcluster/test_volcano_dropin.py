@@ -174,3 +174,32 @@ def test_a_gpu_job_on_a_gpu_less_cluster_says_why_it_waits(kubectl: Kubectl) -> 
         "insufficient nvidia.com/gpu"
     )
     assert not get(kubectl, "pods")["items"]
+
+
+SHAPES = Path(__file__).resolve().parents[2] / "data" / "volcano_shapes"
+VALID_SHAPES = sorted(SHAPES.glob("*.yaml"))
+INVALID_SHAPES = sorted((SHAPES / "invalid").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", VALID_SHAPES, ids=[p.stem for p in VALID_SHAPES])
+def test_volcano_example_shape_runs_to_completed(kubectl: Kubectl, path: Path) -> None:
+    kubectl("create", "-f", str(path))
+    (job,) = [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "Job"]
+    name = job["metadata"]["name"]
+    wait_for(lambda: get(kubectl, "vcjob", name), lambda j: phase(j) == "Completed", name)
+
+
+@pytest.mark.parametrize("path", INVALID_SHAPES, ids=[p.stem for p in INVALID_SHAPES])
+def test_invalid_volcano_example_shape_is_denied(kubectl: Kubectl, path: Path) -> None:
+    at = next(
+        line.split("# denied-at: ", 1)[1]
+        for line in path.read_text().splitlines()
+        if "# denied-at: " in line
+    )
+    done = kubectl("create", "-f", str(path), check=False)
+    assert done.returncode != 0
+    assert (
+        f'The Job "{yaml.safe_load(path.read_text())["metadata"]["name"]}" is invalid'
+        in done.stderr
+    )
+    assert at in done.stderr
