@@ -31,6 +31,7 @@ from controller import (
     commands,
     dependson,
     gang,
+    partitions,
     podgroup,
     podview,
     policies,
@@ -56,7 +57,9 @@ PVC_RECHECK = timedelta(seconds=10)
 FOLLOW_UP = timedelta(seconds=1)
 PLUGIN_KINDS = ("Service", "ConfigMap", "NetworkPolicy", "Secret")
 
-_TARGETED = frozenset({PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD})
+_TARGETED = frozenset(
+    {PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD, PolicyAction.RESTART_PARTITION}
+)
 MEMORY_TIMERS = "timers"
 MEMORY_SHAPE = "specShape"
 MEMORY_DELETED_POD_GROUP = "deletedPodGroupUid"
@@ -490,12 +493,16 @@ class _Planner:
                 pods.add(d.pod)
             elif d.action == PolicyAction.RESTART_POD and d.task:
                 tasks.add(d.task)
+            elif d.action == PolicyAction.RESTART_PARTITION:
+                pods |= partitions.partition_pods(self.pods, d.task, d.pod)
         return _Target(frozenset(tasks), frozenset(pods))
 
     def _execute(self, decision: Decision, decisions: list[Decision]) -> None:
         action = decision.action
         # Targeted restarts due together become one restart (one retry consumed).
         target = self._targets(decision, decisions if action in _TARGETED else ())
+        if action == PolicyAction.RESTART_PARTITION and not target.pods:
+            return  # no partition to restart: Volcano does nothing at all
         if action in (PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD) and not (
             target.tasks or target.pods
         ):
@@ -665,6 +672,8 @@ class _Planner:
         claims = vplan.claims
 
         pg = self._sync_pod_group()
+        if (warning := podgroup.pending_warning(self.job, pg)) is not None:
+            self.plan.events.append(EventRecord("Warning", "PodGroupPending", warning))
         self._scale_down()
         if gang.gate_open(self.job.spec.scheduler_name, self.settings.gang_schedulers, pg):
             self._create_pods(claims)

@@ -13,15 +13,16 @@ from typing import Any, Protocol
 
 from shared import labels
 from shared.models import Job, TaskSpec
+from shared.models.job import PARTITION_ID_LABEL
 
 WireObject = dict[str, Any]
 
-# Job labels/annotations Volcano copies onto pods for its scheduler plugins.
-_INHERITED_KEYS = (
-    "volcano.sh/preemptable",
-    "volcano.sh/cooldown-time",
-    "volcano.sh/revocable-zone",
-)
+# Job keys Volcano copies onto pods for its scheduler plugins, after the template's own keys so
+# the job's value wins: these go label → label and annotation → annotation …
+_INHERITED_KEYS = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+# … these annotation → annotation only (`volcano.sh/jdb-*` by prefix).
+_INHERITED_ANNOTATIONS = ("volcano.sh/revocable-zone",)
+_INHERITED_ANNOTATION_PREFIX = "volcano.sh/jdb-"
 NUMA_POLICY_KEY = "volcano.sh/numa-topology-policy"
 # Template metadata the API server owns; a template must not carry them into a pod.
 _SERVER_METADATA = (
@@ -122,6 +123,33 @@ def add_port(container: WireObject, name: str, port: int) -> None:
         ports.append({"name": name, "containerPort": port})
 
 
+def inherited_labels(job: Job) -> dict[str, str]:
+    """The job labels Volcano propagates to its pods (preemptable, cooldown-time)."""
+    source = job.metadata.get("labels") or {}
+    return {k: str(source[k]) for k in _INHERITED_KEYS if k in source}
+
+
+def inherited_annotations(job: Job) -> dict[str, str]:
+    """The job annotations Volcano propagates to its pods."""
+    source = job.metadata.get("annotations") or {}
+    return {
+        str(k): str(v)
+        for k, v in source.items()
+        if k in _INHERITED_KEYS
+        or k in _INHERITED_ANNOTATIONS
+        or str(k).startswith(_INHERITED_ANNOTATION_PREFIX)
+    }
+
+
+def partition_id(task: TaskSpec, index: int) -> str | None:
+    """`volcano.sh/partition-id` of a partitioned task's pod: index // partitionSize."""
+    policy = task.partition_policy
+    if policy is None:
+        return None
+    size = policy.partition_size or 0
+    return str(index // size) if size > 0 else "0"
+
+
 def claim_volume_name(claim: str) -> str:
     return "pvc-" + hashlib.sha256(claim.encode()).hexdigest()[:12]
 
@@ -139,10 +167,11 @@ def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
 
     pod_labels = dict(meta.get("labels") or {})
     pod_annotations = dict(meta.get("annotations") or {})
-    for key in _INHERITED_KEYS:
-        for source in (job.metadata.get("labels") or {}, job.metadata.get("annotations") or {}):
-            if key in source:
-                pod_annotations.setdefault(key, source[key])
+    pod_labels.update(inherited_labels(job))
+    pod_annotations.update(inherited_annotations(job))
+    partition = partition_id(task, index)
+    if partition is not None:
+        pod_labels[PARTITION_ID_LABEL] = partition
     pod_labels.update(
         {
             labels.JOB_NAME_KEY: job.name,

@@ -10,15 +10,33 @@ from typing import Any
 from controller.podgen import child_metadata, queue_of
 from shared import labels, quantity
 from shared.models import Job, TaskSpec
+from shared.models.job import PARTITION_ID_LABEL
 
 WireObject = dict[str, Any]
 
 ADMITTED_PHASES = frozenset({"Inqueue", "Running"})
-SPEC_FIELDS = ("minMember", "minTaskMember", "queue", "priorityClassName", "minResources")
+# Kept in line on every sync; `networkTopology` is set at creation only, as Volcano does.
+SPEC_FIELDS = (
+    "minMember",
+    "minTaskMember",
+    "queue",
+    "priorityClassName",
+    "minResources",
+    "subGroupPolicy",
+)
+# Resources whose limits count in quota usage (`limits.<name>`).
+_LIMITED = ("cpu", "memory", "ephemeral-storage")
+SCHEDULED = "Scheduled"
 
 
 def task_min_available(task: TaskSpec) -> int:
-    return task.min_available if task.min_available is not None else task.replica_count
+    """task.minAvailable, else minPartitions·partitionSize (both > 0), else replicas."""
+    if task.min_available is not None:
+        return task.min_available
+    policy = task.partition_policy
+    if policy is not None and (policy.min_partitions or 0) > 0 and (policy.partition_size or 0) > 0:
+        return (policy.min_partitions or 0) * (policy.partition_size or 0)
+    return task.replica_count
 
 
 def job_min_available(job: Job) -> int:
@@ -42,13 +60,18 @@ def _style(raw: Any) -> str:
     return "plain"
 
 
-def _container_requests(
-    container: Mapping[str, Any], styles: dict[str, str] | None = None
+def _container_amounts(
+    container: Mapping[str, Any], styles: dict[str, str] | None, *, limits: bool
 ) -> dict[str, Decimal]:
     resources = container.get("resources") or {}
-    amounts: dict[str, Decimal] = {}
     # Requests default to limits when only limits are given (API server defaulting).
-    for source in (resources.get("limits") or {}, resources.get("requests") or {}):
+    sources = (
+        (resources.get("limits") or {},)
+        if limits
+        else (resources.get("limits") or {}, resources.get("requests") or {})
+    )
+    amounts: dict[str, Decimal] = {}
+    for source in sources:
         for name, raw in source.items():
             value = quantity.try_parse(raw)
             if value is not None:
@@ -58,16 +81,36 @@ def _container_requests(
     return amounts
 
 
-def pod_requests(task: TaskSpec, styles: dict[str, str] | None = None) -> dict[str, Decimal]:
-    """A pod's resource usage as quota sees it: max(Σ containers, largest init container)."""
+def _pod_amounts(
+    task: TaskSpec, styles: dict[str, str] | None = None, *, limits: bool = False
+) -> dict[str, Decimal]:
     spec = (task.template or {}).get("spec") or {}
     total = quantity.add_quantities(
-        *(_container_requests(c, styles) for c in spec.get("containers") or [])
+        *(_container_amounts(c, styles, limits=limits) for c in spec.get("containers") or [])
     )
     for init in spec.get("initContainers") or []:
-        for name, value in _container_requests(init, styles).items():
+        for name, value in _container_amounts(init, styles, limits=limits).items():
             total[name] = max(total.get(name, Decimal(0)), value)
     return total
+
+
+def pod_requests(task: TaskSpec, styles: dict[str, str] | None = None) -> dict[str, Decimal]:
+    """A pod's requests as quota sees them: max(Σ containers, largest init container)."""
+    return _pod_amounts(task, styles)
+
+
+def pod_usage(task: TaskSpec, styles: dict[str, str] | None = None) -> dict[str, Decimal]:
+    """One pod's quota usage under the keys Volcano writes into `minResources`: `count/pods`
+    and `pods`; every request as its bare name and `requests.<name>`; `limits.<name>` for
+    cpu, memory and ephemeral-storage."""
+    usage: dict[str, Decimal] = {"count/pods": Decimal(1), "pods": Decimal(1)}
+    for name, value in pod_requests(task, styles).items():
+        usage[name] = value
+        usage[f"requests.{name}"] = value
+    for name, value in _pod_amounts(task, styles, limits=True).items():
+        if name in _LIMITED:
+            usage[f"limits.{name}"] = value
+    return usage
 
 
 def _priority(task: TaskSpec, job: Job, priority_values: Mapping[str, int]) -> int:
@@ -106,22 +149,58 @@ def render_quantity(value: Decimal, style: str = "plain") -> str:
     return str(value.normalize())
 
 
+def _base_name(key: str) -> str:
+    return key.split(".", 1)[1] if key.startswith(("requests.", "limits.")) else key
+
+
 def min_resources(job: Job, priority_values: Mapping[str, int]) -> dict[str, str]:
-    total: dict[str, Decimal] = {}
+    """Σ pod usage over the pods the gang needs first (see `_pods_counted`), Volcano's keys."""
+    total: dict[str, Decimal] = {"count/pods": Decimal(0), "pods": Decimal(0)}
     styles: dict[str, str] = {}
-    pods = 0
     for task, count in _pods_counted(job, priority_values):
         if count <= 0:
             continue
-        pods += count
-        for name, value in pod_requests(task, styles).items():
+        for name, value in pod_usage(task, styles).items():
             total[name] = total.get(name, Decimal(0)) + value * count
-    rendered = {
-        name: render_quantity(value, styles.get(name, "plain"))
+    return {
+        name: render_quantity(value, styles.get(_base_name(name), "plain"))
         for name, value in sorted(total.items())
     }
-    rendered["pods"] = str(pods)
-    return rendered
+
+
+def network_topology(raw: Any) -> WireObject | None:
+    """Volcano's copy of a NetworkTopologySpec: mode, then the tier number if set, otherwise the
+    tier name."""
+    if raw is None:
+        return None
+    spec = raw.to_wire()
+    out: WireObject = {"mode": spec.get("mode") or "hard"}
+    if spec.get("highestTierAllowed") is not None:
+        out["highestTierAllowed"] = spec["highestTierAllowed"]
+    elif spec.get("highestTierName"):
+        out["highestTierName"] = spec["highestTierName"]
+    return out
+
+
+def sub_group_policy(job: Job) -> list[WireObject]:
+    """One entry per partitioned task, in task order."""
+    out: list[WireObject] = []
+    for task in job.spec.tasks:
+        policy = task.partition_policy
+        if policy is None:
+            continue
+        entry: WireObject = {
+            "name": str(task.name),
+            "subGroupSize": policy.partition_size or 0,
+            "minSubGroups": policy.min_partitions or 0,
+            "labelSelector": {"matchLabels": {labels.TASK_SPEC_KEY: str(task.name)}},
+            "matchLabelKeys": [PARTITION_ID_LABEL],
+        }
+        topology = network_topology(policy.network_topology)
+        if topology is not None:
+            entry["networkTopology"] = topology
+        out.append(entry)
+    return out
 
 
 def desired_spec(job: Job, priority_values: Mapping[str, int]) -> WireObject:
@@ -133,6 +212,9 @@ def desired_spec(job: Job, priority_values: Mapping[str, int]) -> WireObject:
     }
     if job.spec.priority_class_name:
         spec["priorityClassName"] = job.spec.priority_class_name
+    groups = sub_group_policy(job)
+    if groups:
+        spec["subGroupPolicy"] = groups
     return spec
 
 
@@ -141,11 +223,15 @@ def build_pod_group(job: Job, priority_values: Mapping[str, int]) -> WireObject:
     meta["labels"] = {**(job.metadata.get("labels") or {}), **meta["labels"]}
     if job.metadata.get("annotations"):
         meta["annotations"] = dict(job.metadata["annotations"])
+    spec = desired_spec(job, priority_values)
+    topology = network_topology(job.spec.network_topology)
+    if topology is not None:
+        spec["networkTopology"] = topology
     return {
         "apiVersion": labels.SCHEDULING_API_VERSION,
         "kind": labels.PODGROUP_KIND,
         "metadata": meta,
-        "spec": desired_spec(job, priority_values),
+        "spec": spec,
     }
 
 
@@ -173,6 +259,23 @@ def updated_pod_group(
             new_spec.pop(key, None)
     updated["spec"] = new_spec
     return updated
+
+
+def pending_warning(job: Job, pod_group: Mapping[str, Any] | None) -> str | None:
+    """Volcano's `PodGroupPending` message while the PodGroup's latest True condition (by
+    lastTransitionTime) is not `Scheduled`; None when there is nothing to relay."""
+    conditions = [
+        c
+        for c in ((pod_group or {}).get("status") or {}).get("conditions") or []
+        if c.get("status") == "True"
+    ]
+    if not conditions:
+        return None
+    latest = max(conditions, key=lambda c: str(c.get("lastTransitionTime") or ""))
+    if latest.get("type") == SCHEDULED:
+        return None
+    kind = str(latest.get("type") or "").lower()
+    return f"PodGroup {job.namespace}:{job.name} {kind}, reason: {latest.get('message') or ''}"
 
 
 def phase_of(pod_group: Mapping[str, Any] | None) -> str:

@@ -3,8 +3,10 @@
 Each model's JSON schema (by alias) is turned into a structural OpenAPI v3 schema: `$ref`s are
 inlined, `anyOf [X, null]` becomes `X` with `nullable: true`, titles and null defaults are
 dropped, and unknown fields are pruned everywhere except where a model marks a node with
-`x-kubernetes-preserve-unknown-fields` (pod templates, volume claim specs, PodGroup minResources,
-Queue capability).
+`x-kubernetes-preserve-unknown-fields`. A node marked with `x-vcjob-kubernetes-schema` takes the
+Kubernetes type it names, inlined from the API's own definitions (`shared.kubeschema`): the full
+PodTemplateSpec under task templates, PersistentVolumeClaimSpec under volume claims, quantities for
+resource lists, so kubectl's strict field validation catches a typo inside a pod template.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import Any, Final
 
 import yaml
 
-from shared import labels
-from shared.models import Command, Job, PodGroup, Queue
+from shared import kubeschema, labels
+from shared.models import Command, Job, JobSpec, PodGroup, Queue
 from shared.models.base import KubeObject
+from shared.models.job import KUBERNETES_SCHEMA
 
 PRESERVE_KEY: Final = "x-kubernetes-preserve-unknown-fields"
 
@@ -118,7 +121,9 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
         plural="podgroups",
         scope="Namespaced",
         short_names=("pg", "podgroup-v1beta1"),
-        status_subresource=True,
+        # Volcano's scheduler writes PodGroup status with a plain update of the main resource;
+        # with a status subresource the API server would drop it and no gang would ever start.
+        status_subresource=False,
         printer_columns=(
             _column("STATUS", ".status.phase", "string"),
             _column("MINMEMBER", ".spec.minMember", "integer"),
@@ -168,8 +173,21 @@ def _collapse_nullable(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, 
     return {**base, **siblings, "nullable": True}
 
 
+def _kubernetes_type(name: str) -> dict[str, Any]:
+    if name == "ResourceList":
+        return kubeschema.resource_list_schema()
+    if name == kubeschema.POD_TEMPLATE_SPEC:
+        return kubeschema.pod_template_spec_schema()
+    return kubeschema.structural(name)
+
+
 def _convert(node: dict[str, Any], defs: dict[str, Any], where: str) -> dict[str, Any]:
     node = _collapse_nullable(_resolve(node, defs), defs)
+    if KUBERNETES_SCHEMA in node:
+        embedded = _kubernetes_type(str(node[KUBERNETES_SCHEMA]))
+        if node.get("nullable"):
+            embedded["nullable"] = True
+        return embedded
     out: dict[str, Any] = {}
     for key in _KEPT:
         if key in node and not (key == "default" and node[key] is None):
@@ -197,6 +215,12 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], where: str) -> dict[str
     if out.get("default") is not None and out.get("nullable") and out["default"] == []:
         del out["default"]
     return out
+
+
+def job_spec_schema() -> dict[str, Any]:
+    """The Job's `spec` schema, for resources that embed a JobSpec (a CronJob's jobTemplate)."""
+    source = JobSpec.model_json_schema(by_alias=True, mode="validation")
+    return _convert(source, source.get("$defs", {}), "spec")
 
 
 def openapi_schema(model: type[KubeObject]) -> dict[str, Any]:

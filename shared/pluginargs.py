@@ -1,8 +1,13 @@
 """Job plugin arguments (`spec.plugins`), parsed the way Go's `flag` package reads them.
 
+The one parser for both sides: the webhook denies a job whose arguments have `errors`, the
+controller uses `values`.
+
 Accepted forms: `--name=value`, `-name=value`, `--name value` (not for booleans), and a bare
-`--flag` for booleans. Unlike Volcano, which stops at the first unknown flag or stray word and
-silently keeps the defaults, every argument is checked and each problem is reported.
+`--flag` for booleans. Like Volcano's `flag.ContinueOnError` parsing, the values stop at the first
+problem (unknown flag, bad value, stray word, `--`): flags before it keep what they were given,
+everything after it keeps its default. Unlike Volcano, which only logs that, every argument is
+still checked so that each problem is reported with its index.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ PLUGIN_FLAGS: Final[Mapping[str, Mapping[str, Flag]]] = {
         "ssh-key-file-path": Flag(FlagKind.STRING, "/root/.ssh"),
         "ssh-private-key": Flag(FlagKind.STRING, ""),
         "ssh-public-key": Flag(FlagKind.STRING, ""),
+        "ssh-port": Flag(FlagKind.INT, 22),
     },
     "tensorflow": {
         "ps": Flag(FlagKind.STRING, "ps"),
@@ -65,11 +71,27 @@ PLUGIN_FLAGS: Final[Mapping[str, Mapping[str, Flag]]] = {
         "worker": Flag(FlagKind.STRING, "worker"),
         "port": Flag(FlagKind.INT, 23456),
         "wait-master-enabled": Flag(FlagKind.BOOL, False),
+        "wait-master-timeout": Flag(FlagKind.INT, 300),
+        "wait-master-image": Flag(FlagKind.STRING, "busybox:1.36.1"),
     },
     "mpi": {
         "master": Flag(FlagKind.STRING, "master"),
         "worker": Flag(FlagKind.STRING, "worker"),
         "port": Flag(FlagKind.INT, 22),
+    },
+    # Ray's flag names are camelCase in Volcano.
+    "ray": {
+        "head": Flag(FlagKind.STRING, "head"),
+        "headContainer": Flag(FlagKind.STRING, "head"),
+        "worker": Flag(FlagKind.STRING, "worker"),
+        "workerContainer": Flag(FlagKind.STRING, "worker"),
+        "port": Flag(FlagKind.INT, 6379),
+        "dashboardPort": Flag(FlagKind.INT, 8265),
+        "clientPort": Flag(FlagKind.INT, 10001),
+    },
+    "hcclrank": {
+        "master": Flag(FlagKind.STRING, "master"),
+        "worker": Flag(FlagKind.STRING, "worker"),
     },
 }
 
@@ -117,7 +139,18 @@ def _parse_int(text: str) -> int | None:
 
 
 def parse(plugin: str, arguments: Sequence[str]) -> PluginArgs:
-    """Parse one plugin's argument list; `plugin` must be a key of PLUGIN_FLAGS."""
+    """Parse one plugin's argument list; `plugin` must be a key of PLUGIN_FLAGS.
+
+    `values` holds what Go's flag package would have set: the flags before the first error."""
+    result = _scan(plugin, arguments)
+    if result.errors:
+        # Re-scan only the arguments before the first problem: Go stops parsing there.
+        first = result.errors[0].index
+        result.values = _scan(plugin, arguments[:first]).values
+    return result
+
+
+def _scan(plugin: str, arguments: Sequence[str]) -> PluginArgs:
     flags = PLUGIN_FLAGS[plugin]
     result = PluginArgs(plugin)
     supported = ", ".join(f"--{name}" for name in flags) or "none"
@@ -133,7 +166,11 @@ def parse(plugin: str, arguments: Sequence[str]) -> PluginArgs:
                 )
             break
         if len(arg) < 2 or not arg.startswith("-"):
-            result.errors.append(ArgError(index, arg, "positional arguments are not accepted"))
+            detail = "positional arguments are not accepted"
+            previous = arguments[index - 1] if index else ""
+            if arg.lower() in ("true", "false") and previous.startswith("-"):
+                detail += f"; a boolean flag takes its value as {previous}={arg}"
+            result.errors.append(ArgError(index, arg, detail))
             continue
         body = arg[2:] if arg.startswith("--") else arg[1:]
         name, has_value, value = body.partition("=")

@@ -14,7 +14,7 @@ import jsonpatch
 
 from shared import labels
 
-FRAMEWORK_PLUGINS: Final = ("tensorflow", "pytorch", "mpi")
+FRAMEWORK_PLUGINS: Final = ("tensorflow", "pytorch", "mpi", "ray")
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
@@ -35,9 +35,23 @@ def _absent(container: dict[str, Any], key: str) -> bool:
     return container.get(key) in (None, "")
 
 
+def _partition_min_available(policy: Any) -> int | None:
+    """minPartitions·partitionSize when a partitioned task needs some partitions (Volcano's
+    default for the task's minAvailable), else None."""
+    if not isinstance(policy, dict):
+        return None
+    count, size = policy.get("minPartitions"), policy.get("partitionSize")
+    if _is_int(count) and _is_int(size) and count > 0 and size > 0:
+        return count * size
+    return None
+
+
 def _default_task(task: dict[str, Any], index: int) -> None:
     if _absent(task, "name"):
         task["name"] = f"{labels.DEFAULT_TASK_PREFIX}{index}"
+    partition_min = _partition_min_available(task.get("partitionPolicy"))
+    if task.get("minAvailable") is None and partition_min is not None:
+        task["minAvailable"] = partition_min
     if task.get("minAvailable") is None:
         replicas = task.get("replicas", 0)
         min_replicas = task.get("minReplicas")

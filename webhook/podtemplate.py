@@ -1,4 +1,4 @@
-"""Pod template validation: the Kubernetes PodTemplate schema (from `kubernetes-validate`) for
+"""Pod template validation: the Kubernetes PodTemplate schema (`shared.kubeschema`) for
 types and required fields, plus the semantic pod checks of admission.md on top.
 
 Pure: the schema files ship inside the package and are read once.
@@ -6,17 +6,14 @@ Pure: the schema files ship inside the package and are read once.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from decimal import Decimal
 from functools import cache
-from importlib import resources
 from typing import Any, Final
 
-from shared import names, quantity
+from shared import kubeschema, names, quantity
 from shared.fielderrors import FieldError, Path
 
-SCHEMA_VERSION: Final = "v1.31.0-local"
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 PROTOCOLS: Final = ("TCP", "UDP", "SCTP")
@@ -29,13 +26,12 @@ CONTAINER_LISTS: Final = ("initContainers", "containers")
 
 @cache
 def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
-    """The PodTemplate schema and its definitions, as shipped by kubernetes-validate."""
-    folder = resources.files("kubernetes_validate") / "kubernetes-json-schema" / SCHEMA_VERSION
-    schema = json.loads((folder / "podtemplate-v1.json").read_text(encoding="utf-8"))
-    definitions = json.loads((folder / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
+    """The PodTemplate schema and the definitions it reaches."""
+    schema = kubeschema.definition_file("podtemplate-v1.json")
+    definitions = kubeschema.definitions()
     # Keep only what a pod template can reach: the file describes the whole API (~1.8 MB).
     reachable: dict[str, Any] = {}
-    pending = [schema]
+    pending: list[Any] = [schema]
     while pending:
         node = pending.pop()
         if isinstance(node, dict):

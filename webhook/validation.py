@@ -30,6 +30,7 @@ from shared.models import (
     Queue,
     TaskSpec,
 )
+from shared.models.job import NetworkTopology
 from webhook import podtemplate
 from webhook.defaulting import copy_json, defaulted_view
 from webhook.settings import Settings
@@ -380,6 +381,74 @@ def _check_task_bounds(rules: _Rules) -> None:
             )
 
 
+def _check_network_topology(rules: _Rules, topology: NetworkTopology | None, where: Path) -> None:
+    if topology is None:
+        return
+    if topology.highest_tier_allowed is not None and topology.highest_tier_name:
+        rules.add(
+            FieldError.forbidden(
+                where.child("highestTierName"),
+                "must not be set together with highestTierAllowed (name one tier or the other)",
+            )
+        )
+
+
+def _check_partitions(rules: _Rules) -> None:
+    """partitionPolicy against replicas and minAvailable, first failure per task, as Volcano
+    checks it on CREATE and UPDATE; then the partition's networkTopology."""
+    for i, task in enumerate(rules.tasks):
+        policy = task.partition_policy
+        if policy is None:
+            continue
+        where = TASKS.index(i)
+        at = where.child("partitionPolicy")
+        total, size = policy.total_partitions, policy.partition_size
+        if total is None:
+            rules.add(FieldError.required(at.child("totalPartitions"), ""))
+        elif total <= 0:
+            rules.add(
+                FieldError.invalid(at.child("totalPartitions"), total, "must be greater than 0")
+            )
+        elif size is None:
+            rules.add(FieldError.required(at.child("partitionSize"), ""))
+        elif size <= 0:
+            rules.add(FieldError.invalid(at.child("partitionSize"), size, "must be greater than 0"))
+        elif task.replica_count != total * size:
+            rules.add(
+                FieldError.invalid(
+                    where.child("replicas"),
+                    task.replica_count,
+                    f"must equal partitionPolicy.totalPartitions * partitionSize ({total * size})",
+                )
+            )
+        elif (
+            task.min_available is not None
+            and (policy.min_partitions or 0) > 0
+            and (policy.min_partitions or 0) * size != task.min_available
+        ):
+            wanted = (policy.min_partitions or 0) * size
+            rules.add(
+                FieldError.invalid(
+                    where.child("minAvailable"),
+                    task.min_available,
+                    f"must equal partitionPolicy.minPartitions * partitionSize ({wanted})",
+                )
+            )
+        _check_network_topology(rules, policy.network_topology, at.child("networkTopology"))
+
+
+def _check_job_topology(rules: _Rules) -> None:
+    """The job's networkTopology tiers, and runningEstimate as a Go duration."""
+    spec = rules.job.spec
+    _check_network_topology(rules, spec.network_topology, SPEC.child("networkTopology"))
+    estimate = spec.running_estimate
+    if estimate is not None and rules.ok(SPEC.child("runningEstimate")):
+        try:
+            parse_duration(estimate)
+        except ValueError as err:
+            rules.add(FieldError.invalid(SPEC.child("runningEstimate"), estimate, str(err)))
+
+
 def _check_job_bounds(rules: _Rules) -> None:
     spec = rules.job.spec
     if not all(rules.ok(TASKS.index(i).child("replicas")) for i in range(len(rules.tasks))):
@@ -716,6 +785,26 @@ def _check_plugins(rules: _Rules) -> None:
             rules.add(
                 FieldError.invalid(where, arguments, f"--port must be between 1 and {MAX_PORT}")
             )
+        if plugin == "ray":
+            head = parsed.string("head")
+            if head not in rules.task_names():
+                # Volcano admits it and then fails every sync of the job.
+                rules.add(
+                    FieldError.invalid(
+                        where,
+                        arguments,
+                        f'the ray head task "{head}" does not exist in spec.tasks '
+                        "(set it with --head=<task>)",
+                    )
+                )
+        for name in ("dashboardPort", "clientPort"):
+            value = parsed.values.get(name)
+            if isinstance(value, int) and not 1 <= value <= MAX_PORT:
+                rules.add(
+                    FieldError.invalid(
+                        where, arguments, f"--{name} must be between 1 and {MAX_PORT}"
+                    )
+                )
         if plugin == "mpi":
             master = parsed.string("master")
             if master not in rules.task_names():
@@ -840,6 +929,8 @@ def validate_create(
     _check_templates(rules)
     _check_job_scalars(rules)
     _check_job_bounds(rules)
+    _check_partitions(rules)
+    _check_job_topology(rules)
     _check_policies(rules, rules.job.spec.policies, SPEC.child("policies"))
     _check_plugins(rules)
     _check_volumes(rules)
@@ -1030,6 +1121,8 @@ def _bound_errors(defaulted: dict[str, Any]) -> list[FieldError]:
     rules = _Rules(reading, reading.job, [])
     _check_task_bounds(rules)
     _check_job_bounds(rules)
+    _check_partitions(rules)
+    _check_job_topology(rules)
     _check_success_policy(rules)
     _check_mutable_names(rules)
     return rules.errors

@@ -8,8 +8,10 @@ from typing import Any
 from controller.model import PlanSettings, WireObject
 from controller.plugins.base import DesiredChild, JobPlugin, PluginContext
 from controller.plugins.env import EnvPlugin
+from controller.plugins.hcclrank import HcclrankPlugin
 from controller.plugins.mpi import MpiPlugin
 from controller.plugins.pytorch import PytorchPlugin
+from controller.plugins.ray import RayPlugin
 from controller.plugins.ssh import SshPlugin
 from controller.plugins.svc import SvcPlugin
 from controller.plugins.tensorflow import TensorflowPlugin
@@ -17,7 +19,16 @@ from shared.models import Job
 
 REGISTRY: dict[str, type[JobPlugin]] = {
     cls.name: cls
-    for cls in (EnvPlugin, MpiPlugin, PytorchPlugin, SshPlugin, SvcPlugin, TensorflowPlugin)
+    for cls in (
+        EnvPlugin,
+        HcclrankPlugin,
+        MpiPlugin,
+        PytorchPlugin,
+        RayPlugin,
+        SshPlugin,
+        SvcPlugin,
+        TensorflowPlugin,
+    )
 }
 
 __all__ = ["REGISTRY", "DesiredChild", "JobPlugin", "PluginContext", "build_plugins"]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from controller.model import PlanSettings
-from shared import labels
+from shared import labels, pluginargs
 from shared.models import Job, TaskSpec
 
 WireObject = dict[str, Any]
@@ -41,6 +41,8 @@ class JobPlugin:
     def __init__(self, ctx: PluginContext) -> None:
         self.ctx = ctx
         self.job = ctx.job
+        # Parsed in one place for webhook and controller (shared.pluginargs, Go flag semantics).
+        self.args = pluginargs.parse(self.name, ctx.args)
 
     def objects(self) -> list[DesiredChild]:
         return []
@@ -51,52 +53,6 @@ class JobPlugin:
     def remember(self) -> dict[str, Any]:
         """Entries to keep in the planner's memory until the next reconcile."""
         return {}
-
-
-@dataclass
-class Flags:
-    values: dict[str, str] = field(default_factory=dict)
-
-    def text(self, name: str, default: str) -> str:
-        return self.values.get(name, default)
-
-    def number(self, name: str, default: int) -> int:
-        try:
-            return int(self.values.get(name, default))
-        except ValueError:
-            return default
-
-    def boolean(self, name: str, default: bool = False) -> bool:
-        raw = self.values.get(name)
-        if raw is None:
-            return default
-        return raw.lower() in ("", "true", "1", "t", "yes")
-
-
-def parse_flags(args: Sequence[str], booleans: frozenset[str] = frozenset()) -> Flags:
-    """Go `flag`-style arguments: `-name`, `--name`, `--name=value`, `--name value`.
-
-    Anything that is not a flag is ignored (Volcano logs and skips it)."""
-    values: dict[str, str] = {}
-    items = list(args)
-    i = 0
-    while i < len(items):
-        arg = items[i]
-        i += 1
-        if not arg.startswith("-"):
-            continue
-        body = arg.lstrip("-")
-        if "=" in body:
-            key, value = body.split("=", 1)
-            values[key] = value
-        elif body in booleans:
-            values[body] = "true"
-        elif i < len(items) and not items[i].startswith("-"):
-            values[body] = items[i]
-            i += 1
-        else:
-            values[body] = "true"
-    return Flags(values)
 
 
 def task_hosts(job: Job, task: TaskSpec) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.plugins.base import JobPlugin, WireObject, parse_flags, task_hosts
+from controller.plugins.base import JobPlugin, WireObject, task_hosts
 from controller.podgen import add_port, containers, set_env
 from shared.models import TaskSpec
 
@@ -13,10 +13,9 @@ class MpiPlugin(JobPlugin):
     name = "mpi"
 
     def on_pod(self, pod: WireObject, task: TaskSpec, index: int) -> None:
-        flags = parse_flags(self.ctx.args)
-        master_name = flags.text("master", "master")
-        worker_name = flags.text("worker", "worker")
-        port = flags.number("port", 22)
+        master_name = self.args.string("master")
+        worker_name = self.args.string("worker")
+        port = self.args.integer("port")
         if task.name == master_name:
             worker = self.job.task(worker_name)
             hosts = task_hosts(self.job, worker) if worker is not None else []

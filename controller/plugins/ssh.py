@@ -12,11 +12,12 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
-from controller.plugins.base import DesiredChild, JobPlugin, WireObject, parse_flags, task_hosts
+from controller.plugins.base import DesiredChild, JobPlugin, WireObject, task_hosts
 from controller.podgen import add_mount, add_volume, child_metadata, containers
 from shared.models import TaskSpec
 
 DEFAULT_SSH_PATH = "/root/.ssh"
+DEFAULT_SSH_PORT = 22
 PRIVATE_KEY = "id_rsa"
 PUBLIC_KEY = "id_rsa.pub"
 AUTHORIZED_KEYS = "authorized_keys"
@@ -66,11 +67,12 @@ class SshPlugin(JobPlugin):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        flags = parse_flags(self.ctx.args)
-        self.path = flags.text("ssh-key-file-path", DEFAULT_SSH_PATH)
-        self._given_private = flags.values.get("ssh-private-key")
-        self._given_public = flags.values.get("ssh-public-key")
-        self.port = flags.number("port", 22)
+        self.path = self.args.string("ssh-key-file-path")
+        self._given_private = self.args.string("ssh-private-key")
+        self._given_public = self.args.string("ssh-public-key")
+        port = self.args.integer("ssh-port")
+        # Volcano falls back to 22 for a port outside 1..65535.
+        self.port = port if 0 < port <= 65535 else DEFAULT_SSH_PORT
         self._generated: dict[str, str] = {}
 
     def _key_pair(self) -> tuple[str, str]:
@@ -78,7 +80,8 @@ class SshPlugin(JobPlugin):
         data = (existing or {}).get("data") or {}
         if PRIVATE_KEY in data and PUBLIC_KEY in data:
             return _unb64(data[PRIVATE_KEY]), _unb64(data[PUBLIC_KEY])
-        if self._given_private and self._given_public:
+        # As in Volcano, a given private key is used with whatever public key came with it.
+        if self._given_private:
             return self._given_private, self._given_public
         remembered = self.ctx.memory.get(MEMORY_KEY) or {}
         if remembered.get("private") and remembered.get("public"):

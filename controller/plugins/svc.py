@@ -7,14 +7,12 @@ from controller.plugins.base import (
     JobPlugin,
     WireObject,
     env_task_name,
-    parse_flags,
     task_hosts,
 )
 from controller.podgen import add_mount, add_volume, child_metadata, containers, job_labels, set_env
 from shared.models import TaskSpec
 
 HOSTS_MOUNT_PATH = "/etc/volcano"
-_BOOLEANS = frozenset({"publish-not-ready-addresses", "disable-network-policy"})
 
 
 def config_map_name(job_name: str) -> str:
@@ -37,10 +35,10 @@ class SvcPlugin(JobPlugin):
 
     @property
     def _flags(self) -> dict[str, bool]:
-        flags = parse_flags(self.ctx.args, _BOOLEANS)
         return {
-            "publish": flags.boolean("publish-not-ready-addresses"),
-            "no_policy": flags.boolean("disable-network-policy"),
+            "publish": self.args.boolean("publish-not-ready-addresses"),
+            "no_policy": self.args.boolean("disable-network-policy"),
+            "hosts_env": self.args.boolean("inject-hosts-env"),
         }
 
     def objects(self) -> list[DesiredChild]:
@@ -87,6 +85,8 @@ class SvcPlugin(JobPlugin):
         add_volume(spec, {"name": cm_name, "configMap": {"name": cm_name}})
         for container in containers(spec):
             add_mount(container, {"name": cm_name, "mountPath": HOSTS_MOUNT_PATH})
+            if not self._flags["hosts_env"]:
+                continue
             for other in self.job.spec.tasks:
                 key = env_task_name(str(other.name)).upper()
                 for suffix in ("HOSTS", "NUM"):

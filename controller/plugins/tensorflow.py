@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from controller.plugins.base import JobPlugin, WireObject, parse_flags, task_hosts
+from controller.plugins.base import JobPlugin, WireObject, task_hosts
 from controller.podgen import containers, set_env
 from shared.models import TaskSpec
 
@@ -16,14 +16,13 @@ class TensorflowPlugin(JobPlugin):
 
     def _role_tasks(self) -> dict[str, str]:
         """role → task name, from `--ps=… --worker=… --chief=… --evaluator=…`."""
-        flags = parse_flags(self.ctx.args)
-        return {role: flags.text(role, role) for role in ROLES}
+        return {role: self.args.string(role) for role in ROLES}
 
     def on_pod(self, pod: WireObject, task: TaskSpec, index: int) -> None:
         tasks = self.job.spec.tasks
         if len(tasks) == 1 and tasks[0].replica_count == 1:
             return
-        port = parse_flags(self.ctx.args).number("port", 2222)
+        port = self.args.integer("port")
         role_tasks = self._role_tasks()
         cluster: dict[str, list[str]] = {}
         for role in ROLES:

@@ -17,8 +17,9 @@ POD_SLOT = "pods"
 def parse_resources(raw: Mapping[str, Any] | None) -> dict[str, Decimal]:
     """`{"cpu": "500m", "memory": "1Gi"}` → decimals; malformed amounts count as zero.
 
-    Quota-style keys are normalised: `requests.cpu` counts as `cpu`; `limits.*` and `count/*`
-    are not scheduling resources and are left out.
+    Quota-style keys are normalised: `requests.cpu` counts as `cpu` (Volcano's minResources
+    carry both, with the same amount, so they are not added up); `limits.*` and `count/*` are not
+    scheduling resources and are left out.
     """
     parsed: dict[str, Decimal] = {}
     for name, value in (raw or {}).items():
@@ -28,7 +29,7 @@ def parse_resources(raw: Mapping[str, Any] | None) -> dict[str, Decimal]:
         key = key.removeprefix("requests.")
         amount = quantity.try_parse(value)
         if amount is not None:
-            parsed[key] = parsed.get(key, Decimal(0)) + amount
+            parsed[key] = max(parsed.get(key, amount), amount)
     return parsed
 
 

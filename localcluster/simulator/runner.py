@@ -22,6 +22,7 @@ from localcluster.simulator.client import (
     NODES,
     PODGROUPS,
     PODS,
+    QUEUES,
     ApiError,
     KubeClient,
 )
@@ -97,6 +98,7 @@ class Simulator:
         self.pods = Informer(client, PODS, stop, self._wake.set)
         self.nodes = Informer(client, NODES, stop, self._wake.set)
         self.podgroups = Informer(client, PODGROUPS, stop, self._wake.set)
+        self.queues = Informer(client, QUEUES, stop, self._wake.set)
         self._assumed_bindings: dict[str, tuple[str, str, datetime]] = {}
         self._times: dict[str, kubelet.PodTimes] = {}
         self._scripts: dict[str, kubelet.Script] = {}
@@ -108,7 +110,7 @@ class Simulator:
         ]
 
     def start(self) -> None:
-        for informer in (self.pods, self.nodes, self.podgroups):
+        for informer in (self.pods, self.nodes, self.podgroups, self.queues):
             informer.start()
         for thread in self._threads:
             thread.daemon = True
@@ -165,25 +167,39 @@ class Simulator:
             if self.podgroups.synced.is_set()
             else []
         )
+        queue_views = (
+            [scheduling.queue_view(q) for q in self.queues.snapshot()]
+            if self.queues.synced.is_set()
+            else None
+        )
         decisions = scheduling.schedule(
-            node_views, self._pod_views(), podgroup_views, self._scheduler_name
+            node_views,
+            self._pod_views(),
+            podgroup_views,
+            self._scheduler_name,
+            queues=queue_views,
+            now=kubelet.timestamp(self._now()),
         )
         for namespace, name in decisions.admit:
             log.info("podgroup admitted", extra={"namespace": namespace, "podgroup": name})
         for status in decisions.podgroup_status:
             self._write_podgroup_status(status)
+        for event in decisions.events:
+            self._record_podgroup_event(event)
+        for queue_status in decisions.queue_status:
+            self._write_queue_status(queue_status)
         for binding in decisions.bind:
             self._bind(binding)
 
     def _write_podgroup_status(self, status: scheduling.PodGroupStatus) -> None:
+        """A plain update of the main resource, as Volcano's scheduler writes PodGroup status
+        (the PodGroup CRD has no status subresource); a conflict waits for the next round."""
+        current = self.podgroups.get(f"{status.namespace}/{status.name}")
+        if current is None:
+            return
+        body = {**current, "status": status.as_status()}
         try:
-            updated = self._client.patch(
-                PODGROUPS,
-                status.name,
-                {"status": status.as_status()},
-                status.namespace,
-                subresource="status",
-            )
+            updated = self._client.replace(PODGROUPS, body, status.namespace)
         except ApiError as err:
             if not err.not_found:
                 log.warning(
@@ -196,6 +212,58 @@ class Simulator:
                 )
             return
         self.podgroups.observe(updated)
+
+    def _write_queue_status(self, update: scheduling.QueueStatus) -> None:
+        """UpdateStatus of the whole Queue, as Volcano's scheduler writes `allocated`."""
+        current = self.queues.get(update.name)
+        if current is None:
+            return
+        body = {**current, "status": dict(update.status)}
+        try:
+            updated = self._client.request(
+                "PUT", QUEUES.path(None, update.name, "status"), body=body
+            )
+        except ApiError as err:
+            if not err.not_found:
+                log.warning(
+                    "queue status update failed", extra={"queue": update.name, "error": str(err)}
+                )
+            return
+        self.queues.observe(updated)
+
+    def _record_podgroup_event(self, event: scheduling.PodGroupEvent) -> None:
+        """The Warning `kubectl describe podgroup` shows when a gang cannot be scheduled."""
+        podgroup = self.podgroups.get(f"{event.namespace}/{event.name}") or {}
+        now = self._now()
+        at = kubelet.timestamp(now)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{event.name}.{int(now.timestamp() * 1e9):x}",
+                "namespace": event.namespace,
+            },
+            "involvedObject": {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "namespace": event.namespace,
+                "name": event.name,
+                "uid": str((podgroup.get("metadata") or {}).get("uid", "")),
+            },
+            "reason": event.reason,
+            "message": event.message,
+            "type": "Warning",
+            "source": {"component": self._scheduler_name},
+            "reportingComponent": self._scheduler_name,
+            "reportingInstance": self._scheduler_name,
+            "firstTimestamp": at,
+            "lastTimestamp": at,
+            "count": 1,
+        }
+        try:
+            self._client.request("POST", EVENTS.path(event.namespace), body=body, attempts=1)
+        except (ApiError, httpx.HTTPError) as err:
+            log.debug("event not recorded", extra={"podgroup": event.name, "error": str(err)})
 
     def _bind(self, binding: scheduling.Binding) -> None:
         key = f"{binding.namespace}/{binding.pod}"

@@ -1,4 +1,4 @@
-"""bus.volcano.sh/v1alpha1 Command: an action addressed to a Job (suspend, resume, …)."""
+"""bus.volcano.sh/v1alpha1 Command: an action addressed to a Job or a Queue (suspend, resume, …)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pydantic.config import JsonDict
 
 from shared import labels
 from shared.models.base import KubeObject
-from shared.models.job import COMMAND_ACTIONS
 
 # The Job a Command addresses, as a metav1.OwnerReference (typed so the CRD keeps it unpruned).
 OWNER_REFERENCE_PROPERTIES: Final[JsonDict] = {
@@ -25,11 +24,15 @@ OWNER_REFERENCE_PROPERTIES: Final[JsonDict] = {
 class Command(KubeObject):
     api_version: str | None = labels.BUS_API_VERSION
     kind: str | None = labels.COMMAND_KIND
-    action: str | None = Field(
-        default=None, json_schema_extra={"enum": [a.value for a in COMMAND_ACTIONS]}
-    )
+    # A plain string, as in Volcano's CRD: Job actions (COMMAND_ACTIONS) and the queue
+    # controller's OpenQueue/CloseQueue share the resource.
+    action: str | None = None
     target: dict[str, Any] | None = Field(
-        default=None, json_schema_extra={"properties": OWNER_REFERENCE_PROPERTIES}
+        default=None,
+        json_schema_extra={
+            "properties": OWNER_REFERENCE_PROPERTIES,
+            "required": ["apiVersion", "kind", "name", "uid"],
+        },
     )
     reason: str | None = None
     message: str | None = None

@@ -5,13 +5,19 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Final
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from pydantic.config import JsonDict
 
-from shared import labels
+from shared import kubeschema, labels
 from shared.models.base import KubeModel, KubeObject
 
-PRESERVE: Final[JsonDict] = {"x-kubernetes-preserve-unknown-fields": True}
+# Marks a field whose CRD schema is a Kubernetes type, inlined from the API's own definitions
+# (the model keeps it a plain dict: pod templates stay dicts).
+KUBERNETES_SCHEMA: Final = "x-vcjob-kubernetes-schema"
+POD_TEMPLATE: Final[JsonDict] = {KUBERNETES_SCHEMA: kubeschema.POD_TEMPLATE_SPEC}
+PVC_SPEC: Final[JsonDict] = {KUBERNETES_SCHEMA: kubeschema.PVC_SPEC}
+RESOURCE_LIST: Final[JsonDict] = {KUBERNETES_SCHEMA: "ResourceList"}
+LABEL_SELECTOR: Final[JsonDict] = {KUBERNETES_SCHEMA: kubeschema.LABEL_SELECTOR}
 
 
 class PolicyEvent(StrEnum):
@@ -25,6 +31,12 @@ class PolicyEvent(StrEnum):
     JOB_UPDATED = "JobUpdated"
 
 
+# Events the CRD accepts: the user-facing ones plus the controller's internal ones (the webhook
+# still refuses the internal ones in policies).
+INTERNAL_EVENTS: Final = ("PodRunning", "OutOfSync", "CommandIssued")
+CRD_EVENTS: Final = (*(e.value for e in PolicyEvent), *INTERNAL_EVENTS)
+
+
 class PolicyAction(StrEnum):
     ABORT_JOB = "AbortJob"
     RESTART_JOB = "RestartJob"
@@ -33,6 +45,7 @@ class PolicyAction(StrEnum):
     TERMINATE_JOB = "TerminateJob"
     COMPLETE_JOB = "CompleteJob"
     RESUME_JOB = "ResumeJob"
+    RESTART_PARTITION = "RestartPartition"
 
 
 class JobPhase(StrEnum):
@@ -50,7 +63,18 @@ class JobPhase(StrEnum):
 
 FINISHED_PHASES: Final = frozenset({JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.TERMINATED})
 TOPOLOGY_POLICIES: Final = ("none", "best-effort", "restricted", "single-numa-node")
-SUPPORTED_PLUGINS: Final = ("env", "svc", "ssh", "tensorflow", "pytorch", "mpi")
+SUPPORTED_PLUGINS: Final = (
+    "env",
+    "svc",
+    "ssh",
+    "tensorflow",
+    "pytorch",
+    "mpi",
+    "ray",
+    "hcclrank",
+)
+NETWORK_TOPOLOGY_MODES: Final = ("hard", "soft")
+PARTITION_ID_LABEL: Final = "volcano.sh/partition-id"
 COMMAND_ACTIONS: Final = (
     PolicyAction.ABORT_JOB,
     PolicyAction.RESUME_JOB,
@@ -61,15 +85,12 @@ COMMAND_ACTIONS: Final = (
 
 
 class LifecyclePolicy(KubeModel):
-    action: str | None = Field(
-        default=None, json_schema_extra={"enum": [a.value for a in PolicyAction]}
-    )
-    event: str | None = Field(
-        default=None, json_schema_extra={"enum": [e.value for e in PolicyEvent]}
-    )
+    # A plain string in the CRD, as in Volcano's: the webhook checks the action.
+    action: str | None = None
+    event: str | None = Field(default=None, json_schema_extra={"enum": list(CRD_EVENTS)})
     events: list[str] | None = Field(
         default=None,
-        json_schema_extra={"items": {"type": "string", "enum": [e.value for e in PolicyEvent]}},
+        json_schema_extra={"items": {"type": "string", "enum": list(CRD_EVENTS)}},
     )
     exit_code: int | None = None
     timeout: str | None = None
@@ -83,7 +104,30 @@ class LifecyclePolicy(KubeModel):
 
 class DependsOn(KubeModel):
     name: list[str] | None = None
-    iteration: str | None = Field(default=None, json_schema_extra={"enum": ["any", "all"]})
+    # No enum in the CRD (Volcano's has none); the webhook checks it.
+    iteration: str | None = None
+
+
+class NetworkTopology(KubeModel):
+    """Hypernode tier constraint; `highestTierAllowed` and `highestTierName` are exclusive."""
+
+    mode: str | None = Field(
+        default=None, json_schema_extra={"enum": list(NETWORK_TOPOLOGY_MODES), "default": "hard"}
+    )
+    highest_tier_allowed: int | None = Field(default=None, json_schema_extra={"minimum": 0})
+    highest_tier_name: str | None = Field(default=None, max_length=253)
+
+
+class PartitionPolicy(KubeModel):
+    """A task split into `totalPartitions` groups of `partitionSize` pods."""
+
+    # Required in the CRD; optional here so the webhook can name what is missing.
+    model_config = ConfigDict(json_schema_extra={"required": ["totalPartitions", "partitionSize"]})
+
+    total_partitions: int | None = Field(default=None, json_schema_extra={"minimum": 1})
+    partition_size: int | None = Field(default=None, json_schema_extra={"minimum": 1})
+    min_partitions: int | None = Field(default=None, json_schema_extra={"default": 0, "minimum": 0})
+    network_topology: NetworkTopology | None = None
 
 
 class TaskSpec(KubeModel):
@@ -91,7 +135,7 @@ class TaskSpec(KubeModel):
     replicas: int | None = Field(default=None, ge=0)
     min_available: int | None = Field(default=None, ge=0)
     max_retry: int | None = Field(default=None, ge=0)
-    template: dict[str, Any] = Field(default_factory=dict, json_schema_extra=PRESERVE)
+    template: dict[str, Any] = Field(default_factory=dict, json_schema_extra=POD_TEMPLATE)
     policies: list[LifecyclePolicy] | None = None
     depends_on: DependsOn | None = None
     topology_policy: str | None = Field(
@@ -99,6 +143,7 @@ class TaskSpec(KubeModel):
     )
     min_replicas: int | None = Field(default=None, ge=1)
     max_replicas: int | None = Field(default=None, ge=1)
+    partition_policy: PartitionPolicy | None = None
 
     @property
     def replica_count(self) -> int:
@@ -116,7 +161,7 @@ class TaskSpec(KubeModel):
 class VolumeSpec(KubeModel):
     mount_path: str
     volume_claim_name: str | None = None
-    volume_claim: dict[str, Any] | None = Field(default=None, json_schema_extra=PRESERVE)
+    volume_claim: dict[str, Any] | None = Field(default=None, json_schema_extra=PVC_SPEC)
 
 
 class SuccessPolicyRule(KubeModel):
@@ -142,6 +187,9 @@ class JobSpec(KubeModel):
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
     priority_class_name: str | None = None
     success_policy: SuccessPolicy | None = None
+    network_topology: NetworkTopology | None = None
+    # A duration string (Go's time.ParseDuration form); stored only, as in Volcano.
+    running_estimate: str | None = None
 
     @property
     def total_replicas(self) -> int:

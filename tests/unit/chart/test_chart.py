@@ -616,6 +616,20 @@ def test_crds_can_be_left_to_helm_or_skipped() -> None:
     assert not find(render("crds.enabled=false"), "CustomResourceDefinition")
 
 
+def test_volcanos_scheduling_crds_can_be_left_alone() -> None:
+    names = {
+        c["metadata"]["name"]
+        for c in find(render("crds.scheduling=false"), "CustomResourceDefinition")
+    }
+    assert names == {"jobs.batch.volcano.sh", "commands.bus.volcano.sh"}
+
+
+def test_only_absent_installs_everything_when_nothing_is_there() -> None:
+    # `helm template` has no cluster to look in: every CRD counts as absent.
+    crds = find(render("crds.onlyAbsent=true"), "CustomResourceDefinition")
+    assert len(crds) == 4
+
+
 def test_default_queue_is_created_after_the_crds() -> None:
     queue = one(render(), "Queue", "default")
     assert queue["apiVersion"] == "scheduling.volcano.sh/v1beta1"

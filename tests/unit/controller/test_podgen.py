@@ -265,7 +265,7 @@ def test_pod_group_spec_and_min_resources_by_priority() -> None:
         "minMember": 3,
         "minTaskMember": {"low": 1, "high": 1},
         "queue": "default",
-        "minResources": {"cpu": "2", "pods": "3"},
+        "minResources": {"count/pods": "3", "cpu": "2", "pods": "3", "requests.cpu": "2"},
     }
     assert created_pods(plan) == []
 
@@ -273,12 +273,41 @@ def test_pod_group_spec_and_min_resources_by_priority() -> None:
 @pytest.mark.parametrize(
     ("requests", "replicas", "expected"),
     [
-        ({"cpu": "500m", "memory": "1Gi"}, 2, {"cpu": "1", "memory": "2Gi", "pods": "2"}),
-        ({"cpu": "250m", "memory": "768Mi"}, 2, {"cpu": "500m", "memory": "1536Mi", "pods": "2"}),
+        (
+            {"cpu": "500m", "memory": "1Gi"},
+            2,
+            {
+                "count/pods": "2",
+                "cpu": "1",
+                "memory": "2Gi",
+                "pods": "2",
+                "requests.cpu": "1",
+                "requests.memory": "2Gi",
+            },
+        ),
+        (
+            {"cpu": "250m", "memory": "768Mi"},
+            2,
+            {
+                "count/pods": "2",
+                "cpu": "500m",
+                "memory": "1536Mi",
+                "pods": "2",
+                "requests.cpu": "500m",
+                "requests.memory": "1536Mi",
+            },
+        ),
         (
             {"memory": "1G", "nvidia.com/gpu": "1"},
             3,
-            {"memory": "3G", "nvidia.com/gpu": "3", "pods": "3"},
+            {
+                "count/pods": "3",
+                "memory": "3G",
+                "nvidia.com/gpu": "3",
+                "pods": "3",
+                "requests.memory": "3G",
+                "requests.nvidia.com/gpu": "3",
+            },
         ),
     ],
     ids=["binary memory", "milli cpu", "decimal and extended"],

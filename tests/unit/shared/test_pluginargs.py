@@ -72,7 +72,50 @@ def test_reports(plugin: str, args: list[str], index: int, detail: str) -> None:
     assert detail in errors[0].detail
 
 
-def test_every_problem_and_every_later_flag_counts() -> None:
-    parsed = pluginargs.parse("mpi", ["--nope", "stray", "--master=boss"])
-    assert [e.index for e in parsed.errors] == [0, 1]
-    assert parsed.string("master") == "boss"
+def test_every_problem_is_reported_but_values_stop_at_the_first() -> None:
+    """Go's flag package stops at the first problem; what follows keeps its default."""
+    parsed = pluginargs.parse("mpi", ["--port=2", "--nope", "stray", "--master=boss"])
+    assert [e.index for e in parsed.errors] == [1, 2]
+    assert parsed.string("master") == "master"
+    assert parsed.integer("port") == 2
+
+
+@pytest.mark.parametrize(
+    ("plugin", "args", "name", "value"),
+    [
+        pytest.param("ssh", ["--ssh-port=2222"], "ssh-port", 2222, id="ssh-port"),
+        pytest.param("pytorch", ["--wait-master-timeout", "60"], "wait-master-timeout", 60),
+        pytest.param("pytorch", ["--wait-master-image=b:1"], "wait-master-image", "b:1"),
+        pytest.param("ray", ["--headContainer=ray"], "headContainer", "ray", id="ray-camel"),
+        pytest.param("ray", ["--dashboardPort=1"], "dashboardPort", 1, id="ray-port"),
+        pytest.param("hcclrank", ["--master=m"], "master", "m", id="hcclrank"),
+    ],
+)
+def test_volcano_flags(plugin: str, args: list[str], name: str, value: object) -> None:
+    parsed = pluginargs.parse(plugin, args)
+    assert parsed.errors == []
+    assert parsed.get(name) == value
+
+
+@pytest.mark.parametrize(
+    ("plugin", "name", "default"),
+    [
+        ("ray", "port", 6379),
+        ("ray", "clientPort", 10001),
+        ("ray", "worker", "worker"),
+        ("pytorch", "wait-master-timeout", 300),
+        ("pytorch", "wait-master-image", "busybox:1.36.1"),
+        ("ssh", "ssh-port", 22),
+        ("hcclrank", "worker", "worker"),
+    ],
+)
+def test_volcano_defaults(plugin: str, name: str, default: object) -> None:
+    assert pluginargs.parse(plugin, []).get(name) == default
+
+
+def test_bool_flag_followed_by_a_word_sets_true_and_stops() -> None:
+    """`--inject-hosts-env false` is true in Go, and parsing stops at the word."""
+    parsed = pluginargs.parse("svc", ["--inject-hosts-env", "false", "--disable-network-policy"])
+    assert parsed.boolean("inject-hosts-env") is True
+    assert parsed.boolean("disable-network-policy") is False
+    assert "--inject-hosts-env=false" in parsed.errors[0].detail

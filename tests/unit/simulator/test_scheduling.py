@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -9,13 +10,17 @@ import pytest
 from localcluster.simulator.resources import parse_resources, pod_requests
 from localcluster.simulator.scheduling import (
     Binding,
+    Condition,
     NodeView,
+    PodGroupEvent,
     PodGroupStatus,
     PodGroupView,
     PodView,
+    QueueView,
     node_view,
     pod_view,
     podgroup_view,
+    queue_view,
     schedule,
 )
 
@@ -292,7 +297,9 @@ def test_unchanged_podgroup_status_is_not_rewritten() -> None:
 
 def test_pending_podgroup_without_status_is_marked_pending() -> None:
     decisions = schedule([node("n1", cpu="1")], [], [gang("pg", 1, cpu="2", phase="")])
-    assert decisions.podgroup_status == (PodGroupStatus("ns", "pg", "Pending", 0, 0, 0),)
+    assert [(s.phase, s.running, s.succeeded, s.failed) for s in decisions.podgroup_status] == [
+        ("Pending", 0, 0, 0)
+    ]
 
 
 REQUEST_CASES = [
@@ -332,6 +339,13 @@ def test_quota_style_keys_are_normalised() -> None:
     }
 
 
+def test_volcano_min_resources_keys_count_once() -> None:
+    """`cpu` and `requests.cpu` name the same amount in a PodGroup's minResources."""
+    assert parse_resources(
+        {"count/pods": "2", "pods": "2", "cpu": "2", "requests.cpu": "2", "limits.cpu": "4"}
+    ) == {"cpu": Decimal(2), "pods": Decimal(2)}
+
+
 def test_views_read_wire_objects() -> None:
     wire_node = {
         "metadata": {"name": "node-1", "labels": {"kubernetes.io/hostname": "node-1"}},
@@ -365,3 +379,213 @@ def test_views_read_wire_objects() -> None:
     }
     assert podgroup_view(wire_group).phase == ""
     assert not podgroup_view(wire_group).admitted
+
+
+# -- queues, conditions and events, as Volcano's scheduler writes them -------------------------
+
+NOW = "2026-01-01T00:01:00Z"
+
+
+def queue(name: str = "default", state: str = "Open", **spec: dict[str, str]) -> QueueView:
+    return QueueView(
+        name,
+        state,
+        capability=parse_resources(spec.get("capability")),
+        deserved=parse_resources(spec.get("deserved")),
+        status={"state": state} if state else {},
+    )
+
+
+def pending(name: str, cpu: str, queue_name: str = "default", **extra: str) -> PodGroupView:
+    return PodGroupView(
+        "ns",
+        name,
+        1,
+        parse_resources({"cpu": cpu, **extra}),
+        phase="Pending",
+        queue=queue_name,
+    )
+
+
+QUEUE_CASES = [
+    pytest.param([queue()], pending("pg", "1"), None, id="open queue admits"),
+    pytest.param(
+        [queue(state="Closed")],
+        pending("pg", "1"),
+        "queue default is Closed: it admits no new PodGroups",
+        id="closed queue refuses",
+    ),
+    pytest.param(
+        [queue(state="Closing")],
+        pending("pg", "1"),
+        "queue default is Closing: it admits no new PodGroups",
+        id="closing queue refuses",
+    ),
+    pytest.param([queue(state="")], pending("pg", "1"), None, id="a queue without state is open"),
+    pytest.param([], pending("pg", "1"), "queue default does not exist", id="missing queue"),
+    pytest.param(
+        [queue(capability={"cpu": "1"})],
+        pending("pg", "2"),
+        "insufficient cpu in queue default's capability: the gang needs 2, 1 left",
+        id="capability is a hard limit",
+    ),
+    pytest.param(
+        [queue(deserved={"cpu": "1"})],
+        pending("pg", "2"),
+        "insufficient cpu in queue default's deserved: the gang needs 2, 1 left",
+        id="deserved caps the share",
+    ),
+    pytest.param(
+        [queue(capability={"memory": "1Gi"})],
+        pending("pg", "2"),
+        None,
+        id="a resource the capability does not name is not limited",
+    ),
+    pytest.param(
+        [queue()],
+        pending("gpu", "1", **{"nvidia.com/gpu": "1"}),
+        "insufficient nvidia.com/gpu in the cluster: the gang needs 1, 0 left",
+        id="a GPU job on a GPU-less cluster says why",
+    ),
+]
+
+
+@pytest.mark.parametrize(("queues", "group", "refusal"), QUEUE_CASES)
+def test_queue_rules_and_unschedulable_condition(
+    queues: list[QueueView], group: PodGroupView, refusal: str | None
+) -> None:
+    decisions = schedule([node("n1")], [], [group], queues=queues, now=NOW)
+    status = decisions.podgroup_status[0]
+    if refusal is None:
+        assert decisions.admit == (("ns", group.name),)
+        assert status.conditions == (
+            Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", "", NOW),
+        )
+        assert decisions.events == ()
+    else:
+        assert decisions.admit == ()
+        assert status.phase == "Pending"
+        assert status.conditions == (
+            Condition("Unschedulable", "True", "NotEnoughResources", refusal, NOW),
+        )
+        assert decisions.events == (PodGroupEvent("ns", group.name, "Unschedulable", refusal),)
+
+
+def test_capability_counts_what_the_queue_already_admitted() -> None:
+    admitted = replace(gang("old", 1, cpu="2"), queue="default")
+    decisions = schedule(
+        [node("n1", cpu="8")],
+        [],
+        [admitted, pending("new", "2")],
+        queues=[queue(capability={"cpu": "3"})],
+        now=NOW,
+    )
+    assert decisions.admit == ()
+
+
+def test_unchanged_refusal_is_neither_rewritten_nor_re_announced() -> None:
+    first = schedule([node("n1", cpu="1")], [], [pending("pg", "2")], queues=[queue()], now=NOW)
+    group = replace(pending("pg", "2"), conditions=first.podgroup_status[0].conditions)
+    again = schedule([node("n1", cpu="1")], [], [group], queues=[queue()], now="later")
+    assert again.podgroup_status == ()
+    assert again.events == ()
+
+
+def test_admission_after_a_refusal_turns_unschedulable_false_and_adds_scheduled() -> None:
+    refused = Condition("Unschedulable", "True", "NotEnoughResources", "x", "t0")
+    group = replace(pending("pg", "1"), conditions=(refused,))
+    status = schedule([node("n1")], [], [group], queues=[queue()], now=NOW).podgroup_status[0]
+    assert status.phase == "Inqueue"
+    assert status.conditions == (
+        Condition("Unschedulable", "False", "", "", NOW),
+        Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", "", NOW),
+    )
+    assert status.as_status()["conditions"][1] == {
+        "type": "Scheduled",
+        "status": "True",
+        "reason": "tasks in gang are ready to be scheduled",
+        "lastTransitionTime": NOW,
+    }
+
+
+def test_a_gang_that_cannot_be_placed_is_unschedulable() -> None:
+    group = gang("pg", 2, phase="Inqueue")
+    pods = [pod("a", cpu="3", group="pg"), pod("b", cpu="3", group="pg")]
+    decisions = schedule([node("n1", cpu="4")], pods, [group], queues=[queue()], now=NOW)
+    assert decisions.bind == ()
+    (condition,) = decisions.podgroup_status[0].conditions
+    assert (condition.type, condition.reason) == ("Unschedulable", "NotEnoughResources")
+    assert condition.message.startswith("1/2 tasks in gang unschedulable")
+
+
+def test_queue_status_counts_podgroups_per_phase_and_allocated() -> None:
+    groups = [
+        replace(gang("run", 1, phase="Running"), queue="default"),
+        replace(gang("inq", 5, phase="Inqueue"), queue="default"),
+        pending("wait", "99"),
+        replace(gang("other", 1, phase="Running"), queue="q2"),
+    ]
+    pods = [
+        pod("r0", cpu="1500m", group="run", on="n1", phase="Running"),
+        pod("done", cpu="1", group="run", on="n1", phase="Succeeded"),
+        pod("o0", cpu="1", group="other", on="n1", phase="Running"),
+    ]
+    decisions = schedule(
+        [node("n1", cpu="100")], pods, groups, queues=[queue(state=""), queue("q2")], now=NOW
+    )
+    statuses = {q.name: q.status for q in decisions.queue_status}
+    assert statuses["default"] == {
+        "state": "Open",
+        "allocated": {"cpu": "1500m", "pods": "1"},
+        "pending": 1,
+        "running": 1,
+        "inqueue": 1,
+        "unknown": 0,
+        "completed": 0,
+    }
+    assert statuses["q2"]["allocated"] == {"cpu": "1", "pods": "1"}
+
+
+def test_unchanged_queue_status_is_not_rewritten() -> None:
+    current = {
+        "state": "Open",
+        "allocated": {},
+        **dict.fromkeys(("pending", "running", "inqueue", "unknown", "completed"), 0),
+    }
+    decisions = schedule([node("n1")], [], [], queues=[replace(queue(), status=current)])
+    assert decisions.queue_status == ()
+
+
+def test_without_known_queues_no_queue_rule_applies() -> None:
+    decisions = schedule([node("n1")], [], [pending("pg", "1", "nowhere")], queues=None)
+    assert decisions.admit == (("ns", "pg"),)
+    assert decisions.queue_status == ()
+
+
+def test_queue_and_condition_views_read_wire_objects() -> None:
+    view = queue_view(
+        {
+            "metadata": {"name": "q"},
+            "spec": {"capability": {"cpu": "2"}, "deserved": {"memory": "1Gi"}},
+            "status": {"state": "Closed"},
+        }
+    )
+    assert (view.name, view.state, view.capability, view.deserved) == (
+        "q",
+        "Closed",
+        {"cpu": Decimal(2)},
+        {"memory": Decimal(2**30)},
+    )
+    group = podgroup_view(
+        {
+            "metadata": {"namespace": "ns", "name": "pg"},
+            "spec": {"queue": "q"},
+            "status": {
+                "conditions": [
+                    {"type": "Unschedulable", "status": "True", "lastTransitionTime": "t"}
+                ]
+            },
+        }
+    )
+    assert group.queue == "q"
+    assert group.conditions == (Condition("Unschedulable", "True", "", "", "t"),)

@@ -104,9 +104,9 @@ EVENTS = (
 )
 ACTIONS = (
     '"AbortJob", "RestartJob", "RestartTask", "RestartPod", "TerminateJob", "CompleteJob", '
-    '"ResumeJob"'
+    '"ResumeJob", "RestartPartition"'
 )
-PLUGINS = '"env", "svc", "ssh", "tensorflow", "pytorch", "mpi"'
+PLUGINS = '"env", "svc", "ssh", "tensorflow", "pytorch", "mpi", "ray", "hcclrank"'
 
 
 def test_a_valid_job_passes() -> None:
@@ -395,8 +395,8 @@ ELASTIC_CASES = [
 
 PLUGIN_CASES = [
     pytest.param(
-        job(plugins={"hcclrank": []}),
-        [f'spec.plugins[hcclrank]: Unsupported value: "hcclrank": supported values: {PLUGINS}'],
+        job(plugins={"horovod": []}),
+        [f'spec.plugins[horovod]: Unsupported value: "horovod": supported values: {PLUGINS}'],
         id="plugin-supported",
     ),
     pytest.param(
