@@ -201,6 +201,10 @@ def test_restart_partition_kills_only_that_partition_and_counts_a_retry() -> Non
     kept = {n: world.pods[n]["metadata"]["uid"] for n in ("j-worker-2", "j-worker-3")}
     world.set_pod("j-worker-1", "Failed", exit_code=1)
     world.step()
+    # The decision is written first; the partition's pods go in the reconciles after it.
+    assert world.phase == "Restarting"
+    assert world.status["retryCount"] == 1
+    world.step()
     assert world.phase == "Restarting"
     assert sorted(world.pods) == ["j-worker-2", "j-worker-3"]
     assert world.status["retryCount"] == 1
@@ -208,6 +212,7 @@ def test_restart_partition_kills_only_that_partition_and_counts_a_retry() -> Non
     assert world.pod_group is not None, "the PodGroup is kept"
     world.step()
     assert world.phase == "Pending"
+    world.step()
     assert sorted(world.pods) == [f"j-worker-{i}" for i in range(4)]
     assert {n: world.pods[n]["metadata"]["uid"] for n in kept} == kept
 
