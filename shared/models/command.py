@@ -22,11 +22,16 @@ OWNER_REFERENCE_PROPERTIES: Final[JsonDict] = {
 }
 
 
+# Addressed to a Queue (target kind Queue) and executed by the queue controller.
+QUEUE_COMMAND_ACTIONS: Final = ("OpenQueue", "CloseQueue")
+
+
 class Command(KubeObject):
     api_version: str | None = labels.BUS_API_VERSION
     kind: str | None = labels.COMMAND_KIND
     action: str | None = Field(
-        default=None, json_schema_extra={"enum": [a.value for a in COMMAND_ACTIONS]}
+        default=None,
+        json_schema_extra={"enum": [*(a.value for a in COMMAND_ACTIONS), *QUEUE_COMMAND_ACTIONS]},
     )
     target: dict[str, Any] | None = Field(
         default=None, json_schema_extra={"properties": OWNER_REFERENCE_PROPERTIES}

@@ -20,6 +20,9 @@ PRESERVED = {
     ("jobs.batch.volcano.sh", "spec.volumes[*].volumeClaim"),
     ("podgroups.scheduling.volcano.sh", "spec.minResources"),
     ("queues.scheduling.volcano.sh", "spec.capability"),
+    ("cronjobs.batch.volcano.sh", "spec.jobTemplate.metadata"),
+    ("cronjobs.batch.volcano.sh", "spec.jobTemplate.spec.tasks[*].template"),
+    ("cronjobs.batch.volcano.sh", "spec.jobTemplate.spec.volumes[*].volumeClaim"),
 }
 
 
@@ -38,9 +41,10 @@ def _schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def test_the_four_crds_are_generated() -> None:
+def test_the_five_crds_are_generated() -> None:
     assert sorted(CRDS) == [
         "commands.bus.volcano.sh",
+        "cronjobs.batch.volcano.sh",
         "jobs.batch.volcano.sh",
         "podgroups.scheduling.volcano.sh",
         "queues.scheduling.volcano.sh",
