@@ -13,9 +13,11 @@ from typing import Any, Literal, cast
 
 import click
 
+from controller.cronjob.shell import CronJobController
 from controller.elastic_loop import ElasticLoop
 from controller.errors import KubeError, NotFoundError
 from controller.kube import COMMANDS, JOBS, Kube, load_api_client
+from controller.queues.shell import QueueController
 from controller.runner import Controller
 from controller.settings import Settings
 from shared.cli import show_environment_variables
@@ -195,11 +197,23 @@ def run_controller(settings: Settings) -> int:
         )
     if settings.elastic:
         _start_elastic(settings, controller, stop)
+    # CronJobs and Queues: each with its own work queue, acting only while this process leads.
+    loops = [c(controller.kube, controller.recorder, controller.is_leader) for c in _LOOPS]
+    for loop in loops:
+        loop.start()
     while not stop.wait(1.0):
         pass
+    for loop in loops:
+        loop.shutdown()
     controller.shutdown()
     api_client.close()  # type: ignore[no-untyped-call]
     return 0
+
+
+_LOOPS: tuple[type[CronJobController] | type[QueueController], ...] = (
+    CronJobController,
+    QueueController,
+)
 
 
 def _start_elastic(settings: Settings, controller: Controller, stop: threading.Event) -> None:
