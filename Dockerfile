@@ -15,9 +15,11 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY shared ./shared
+COPY kubeio ./kubeio
 COPY webhook ./webhook
 COPY controller ./controller
 COPY localcluster ./localcluster
+COPY vcctl ./vcctl
 RUN python -m pip wheel --wheel-dir /wheels .
 
 # ---- runtime: slim Python, the installed wheels, a non-root user, nothing to build with ---------

@@ -1,25 +1,23 @@
-"""`vcjob controller`, `vcjob suspend` and `vcjob resume`."""
+"""`vcjob controller`."""
 
 from __future__ import annotations
 
 import logging
-import secrets
-import string
 import sys
 import threading
 from typing import Any, Literal, cast
 
 import click
 
+from controller.cronjob.shell import CronJobController
 from controller.elastic_loop import ElasticLoop
+from controller.queues.shell import QueueController
 from controller.runner import Controller
 from controller.settings import Settings
-from kubeio.client import COMMANDS, JOBS, Kube, load_api_client
-from kubeio.errors import KubeError, NotFoundError
+from kubeio.client import load_api_client
 from kubeio.signals import install_stop_signals
 from shared.cli import show_environment_variables
 from shared.duration import parse_duration
-from shared.labels import BUS_API_VERSION
 from shared.logging import configure_logging
 
 log = logging.getLogger("controller")
@@ -189,11 +187,23 @@ def run_controller(settings: Settings) -> int:
         )
     if settings.elastic:
         _start_elastic(settings, controller, stop)
+    # CronJobs and Queues: each with its own work queue, acting only while this process leads.
+    loops = [c(controller.kube, controller.recorder, controller.is_leader) for c in _LOOPS]
+    for loop in loops:
+        loop.start()
     while not stop.wait(1.0):
         pass
+    for loop in loops:
+        loop.shutdown()
     controller.shutdown()
     api_client.close()  # type: ignore[no-untyped-call]
     return 0
+
+
+_LOOPS: tuple[type[CronJobController] | type[QueueController], ...] = (
+    CronJobController,
+    QueueController,
+)
 
 
 def _start_elastic(settings: Settings, controller: Controller, stop: threading.Event) -> None:
@@ -209,96 +219,3 @@ def _start_elastic(settings: Settings, controller: Controller, stop: threading.E
         kube=controller.kube,
     )
     threading.Thread(target=loop.run, name="elastic", daemon=True).start()
-
-
-# --- suspend / resume ------------------------------------------------------------------------
-
-_SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
-
-
-def command_name(job: str, action: str) -> str:
-    suffix = "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
-    return f"{job}-{action.lower()}-{suffix}"
-
-
-def build_command(job: dict[str, Any], action: str) -> dict[str, Any]:
-    meta = job["metadata"]
-    owner = {
-        "apiVersion": job.get("apiVersion", "batch.volcano.sh/v1alpha1"),
-        "kind": "Job",
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-    return {
-        "apiVersion": BUS_API_VERSION,
-        "kind": "Command",
-        "metadata": {
-            "name": command_name(meta["name"], action),
-            "namespace": meta["namespace"],
-            "ownerReferences": [owner],
-        },
-        "action": action,
-        "target": owner,
-        "reason": "CommandIssued",
-        "message": f"{action} issued by vcjob",
-    }
-
-
-def _issue(kubeconfig: str | None, namespace: str, job_name: str, action: str) -> None:
-    try:
-        api_client = load_api_client(kubeconfig)
-    except Exception as exc:
-        raise click.ClickException(f"cannot load the Kubernetes configuration: {exc}") from exc
-    try:
-        kube = Kube(api_client, qps=0, burst=1)
-        try:
-            job = kube.get(JOBS, namespace, job_name)
-        except NotFoundError:
-            raise click.ClickException(
-                f'job "{job_name}" not found in namespace "{namespace}"'
-            ) from None
-        command = kube.create(COMMANDS, namespace, build_command(job, action))
-        click.echo(
-            f"command.bus.volcano.sh/{command['metadata']['name']} created "
-            f"({action} {namespace}/{job_name})"
-        )
-    except KubeError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        api_client.close()  # type: ignore[no-untyped-call]
-
-
-_common = [
-    click.option(
-        "-n", "--namespace", default="default", show_default=True, help="Namespace of the job."
-    ),
-    click.option(
-        "--kubeconfig",
-        type=click.Path(dir_okay=False),
-        envvar="KUBECONFIG",
-        help="Kubeconfig file.",
-    ),
-    click.argument("job"),
-]
-
-
-def _with_common(func: Any) -> Any:
-    for decorator in reversed(_common):
-        func = decorator(func)
-    return func
-
-
-@click.command("suspend")
-@_with_common
-def suspend_command(namespace: str, kubeconfig: str | None, job: str) -> None:
-    """Suspend (abort) a job: its unfinished pods are deleted; `vcjob resume` restarts it."""
-    _issue(kubeconfig, namespace, job, "AbortJob")
-
-
-@click.command("resume")
-@_with_common
-def resume_command(namespace: str, kubeconfig: str | None, job: str) -> None:
-    """Resume a suspended job without using its retry budget."""
-    _issue(kubeconfig, namespace, job, "ResumeJob")

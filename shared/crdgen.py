@@ -20,6 +20,7 @@ import yaml
 from shared import kubeschema, labels
 from shared.models import Command, Job, JobSpec, PodGroup, Queue
 from shared.models.base import KubeObject
+from shared.models.cronjob import CRONJOB_KIND, CronJob
 from shared.models.job import KUBERNETES_SCHEMA
 
 PRESERVE_KEY: Final = "x-kubernetes-preserve-unknown-fields"
@@ -146,6 +147,17 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
             _column("PARENT", ".spec.parent", "string", priority=1),
             _AGE,
         ),
+    ),
+    # Volcano's CronJob CRD has no printer columns of its own: kubectl shows NAME and AGE.
+    CRDInfo(
+        model=CronJob,
+        group=labels.BATCH_GROUP,
+        version=labels.BATCH_VERSION,
+        kind=CRONJOB_KIND,
+        plural="cronjobs",
+        scope="Namespaced",
+        short_names=("cronvcjob", "cronvj"),
+        status_subresource=True,
     ),
 )
 
@@ -278,7 +290,7 @@ def build_crd(info: CRDInfo) -> dict[str, Any]:
 
 
 def build_crds() -> list[dict[str, Any]]:
-    """Job, Command, PodGroup and Queue, in that order."""
+    """Job, Command, PodGroup, Queue and CronJob, in that order."""
     return [build_crd(info) for info in CRDS]
 
 

@@ -20,12 +20,14 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_app
 
 from shared import labels
-from webhook import podtemplate, review
+from webhook import cronjob_review, podtemplate, review
 from webhook.review import QUEUE_SKIPPED_WARNING, Answer, Kind, Result
 from webhook.settings import Settings
 from webhook.validation import QueueView
 
 log = logging.getLogger(__name__)
+
+AnswerFn = Callable[[Kind, bytes, Settings, review.QueueLookup], Answer]
 
 # `application/x-www-form-urlencoded` is what `curl -d @review.json` sends for a JSON file: the
 # body is still read as JSON, so testing the webhook by hand needs no extra header.
@@ -155,7 +157,7 @@ def _log_answer(kind: Kind, answer: Answer) -> None:
 
 
 def _endpoint(
-    state: WebhookState, kind: Kind, path: str
+    state: WebhookState, kind: Kind, path: str, decide: AnswerFn = review.answer
 ) -> Callable[[Request], Awaitable[Response]]:
     settings = state.settings
     metrics = state.metrics
@@ -175,7 +177,7 @@ def _endpoint(
             if body is None:
                 answer = review.error_body(413, f"the body is larger than {limit} bytes")
             else:
-                answer = review.answer(kind, body, settings, state.queue_lookup)
+                answer = decide(kind, body, settings, state.queue_lookup)
         response = _json_response(answer)
         try:
             metrics.count(path, answer.status, answer.result.value)
@@ -205,6 +207,12 @@ def create_app(settings: Settings, queue_cache: QueueCacheLike | None) -> FastAP
     # dependency resolution and no automatic 422 stand between the API server and them.
     for kind, path in ((Kind.MUTATE, labels.MUTATE_PATH), (Kind.VALIDATE, labels.VALIDATE_PATH)):
         app.add_route(path, _endpoint(state, kind, path), methods=["POST"], include_in_schema=False)
+    for kind, path in (
+        (Kind.MUTATE, cronjob_review.MUTATE_PATH),
+        (Kind.VALIDATE, cronjob_review.VALIDATE_PATH),
+    ):
+        handler = _endpoint(state, kind, path, cronjob_review.answer)
+        app.add_route(path, handler, methods=["POST"], include_in_schema=False)
     return app
 
 

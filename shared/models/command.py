@@ -21,6 +21,10 @@ OWNER_REFERENCE_PROPERTIES: Final[JsonDict] = {
 }
 
 
+# Addressed to a Queue (target kind Queue) and executed by the queue controller.
+QUEUE_COMMAND_ACTIONS: Final = ("OpenQueue", "CloseQueue")
+
+
 class Command(KubeObject):
     api_version: str | None = labels.BUS_API_VERSION
     kind: str | None = labels.COMMAND_KIND

@@ -248,11 +248,16 @@ CONFIGS = [
 @pytest.mark.parametrize(
     ("kind", "name", "webhook", "path", "operations", "policy"), CONFIGS, ids=["mutate", "validate"]
 )
-def test_webhook_configuration_is_scoped_to_jobs_only(
+def test_webhook_configuration_is_scoped_to_jobs_and_cronjobs(
     kind: str, name: str, webhook: str, path: str, operations: list[str], policy: str
 ) -> None:
     config = one(render(), kind, name)
-    (hook,) = config["webhooks"]
+    hook, cron_hook = config["webhooks"]
+    assert cron_hook["name"] == webhook.replace("job.vcjob", "cronjob.vcjob")
+    assert cron_hook["rules"][0]["resources"] == ["cronjobs"]
+    assert cron_hook["rules"][0]["operations"] == operations
+    assert cron_hook["clientConfig"]["service"]["path"] == path.replace("-job", "-cronjob")
+    assert cron_hook["failurePolicy"] == policy
     assert hook["name"] == webhook
     assert hook["rules"] == [
         {
@@ -280,8 +285,10 @@ def test_webhook_configuration_is_scoped_to_jobs_only(
 @pytest.mark.parametrize("kind", [c[0] for c in CONFIGS])
 def test_webhooks_skip_the_release_namespace(kind: str) -> None:
     docs = render("webhook.excludedNamespaces={kube-system}", namespace="vcjob-ops")
-    (hook,) = find(docs, kind)[0]["webhooks"]
-    assert hook["namespaceSelector"] == {
+    hooks = find(docs, kind)[0]["webhooks"]
+    assert len(hooks) == 2
+    assert hooks[0]["namespaceSelector"] == hooks[1]["namespaceSelector"]
+    assert hooks[0]["namespaceSelector"] == {
         "matchExpressions": [
             {
                 "key": "kubernetes.io/metadata.name",
@@ -621,13 +628,17 @@ def test_volcanos_scheduling_crds_can_be_left_alone() -> None:
         c["metadata"]["name"]
         for c in find(render("crds.scheduling=false"), "CustomResourceDefinition")
     }
-    assert names == {"jobs.batch.volcano.sh", "commands.bus.volcano.sh"}
+    assert names == {
+        "jobs.batch.volcano.sh",
+        "cronjobs.batch.volcano.sh",
+        "commands.bus.volcano.sh",
+    }
 
 
 def test_only_absent_installs_everything_when_nothing_is_there() -> None:
     # `helm template` has no cluster to look in: every CRD counts as absent.
     crds = find(render("crds.onlyAbsent=true"), "CustomResourceDefinition")
-    assert len(crds) == 4
+    assert len(crds) == 5
 
 
 def test_default_queue_is_created_after_the_crds() -> None:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from click.testing import CliRunner
 
-from controller.cli import build_command, controller_command
+from controller.cli import controller_command
 from kubeio.client import JOBS, LEASES, PODS, PRIORITY_CLASSES, TokenBucket, translate
 from kubeio.errors import (
     AlreadyExistsError,
@@ -73,21 +71,6 @@ def test_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
     assert bucket.reserve() == pytest.approx(0.1)
     now[0] += 1.0
     assert bucket.reserve() == 0.0
-
-
-def test_suspend_builds_a_command_owned_by_and_targeting_the_job() -> None:
-    job = {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": "train", "namespace": "ml", "uid": "u-1"},
-    }
-    command = build_command(job, "AbortJob")
-    assert re.fullmatch(r"train-abortjob-[a-z0-9]{5}", command["metadata"]["name"])
-    assert command["apiVersion"] == "bus.volcano.sh/v1alpha1"
-    assert command["action"] == "AbortJob"
-    assert command["metadata"]["ownerReferences"] == [command["target"]]
-    assert command["target"]["uid"] == "u-1"
-    assert command["target"]["kind"] == "Job"
 
 
 def test_every_documented_flag_exists_and_reads_its_environment_variable() -> None:

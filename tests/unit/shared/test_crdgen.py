@@ -36,9 +36,10 @@ def _schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def test_the_four_crds_are_generated() -> None:
+def test_the_five_crds_are_generated() -> None:
     assert sorted(CRDS) == [
         "commands.bus.volcano.sh",
+        "cronjobs.batch.volcano.sh",
         "jobs.batch.volcano.sh",
         "podgroups.scheduling.volcano.sh",
         "queues.scheduling.volcano.sh",

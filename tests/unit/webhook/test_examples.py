@@ -10,6 +10,7 @@ import yaml
 
 from shared.fielderrors import render
 from shared.models import Queue
+from webhook.cronjobs import validate_cronjob
 from webhook.defaulting import default_job
 from webhook.settings import Settings
 from webhook.validation import validate_create
@@ -36,6 +37,9 @@ def test_there_are_examples() -> None:
 @pytest.mark.parametrize("path", VALID, ids=[p.name for p in VALID])
 def test_valid_example_passes(path: Path) -> None:
     job = yaml.safe_load(path.read_text())
+    if job.get("kind") == "CronJob":
+        assert render(validate_cronjob(job, Settings())) == ""
+        return
     assert render(validate_create(job, DefaultQueueOnly(), Settings())) == ""
     # …and the defaulted form passes too (what the API server stores).
     defaulted = default_job(job, "volcano")

@@ -1,0 +1,1 @@
+"""The CronJob controller: a pure schedule decision and the shell that performs it."""

@@ -1,0 +1,1 @@
+"""The Queue controller: the Open/Closing/Closed state machine and the shell that keeps it."""

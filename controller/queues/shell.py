@@ -1,0 +1,224 @@
+"""The Queue controller's I/O: informers for Queues, PodGroups and Commands, a work queue keyed
+by queue name, and the status writes the state machine asks for. `OpenQueue`/`CloseQueue`
+Commands addressed to a Queue (in any namespace) are deleted first, then carried out."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any, Final
+
+from controller.cronjob.informer import Informer, WireObject
+from controller.queues.state import (
+    CLOSED,
+    Action,
+    next_state,
+    podgroup_counts,
+    queue_of_podgroup,
+)
+from kubeio.client import COMMANDS, PODGROUPS, Kube, Resource
+from kubeio.errors import KubeError, NotFoundError
+from kubeio.events import EventRecorder
+from kubeio.workqueue import WorkQueue
+from shared import labels
+
+log = logging.getLogger(__name__)
+
+QUEUES: Final = Resource(
+    labels.SCHEDULING_GROUP, labels.SCHEDULING_VERSION, "queues", labels.QUEUE_KIND, False
+)
+MAX_REQUEUES: Final = 15
+RESYNC_SECONDS: Final = 30.0
+NOT_LEADER_RETRY_SECONDS: Final = 5.0
+
+
+def queue_target(command: WireObject) -> str | None:
+    """The queue a Command addresses, when its target is a scheduling.volcano.sh Queue."""
+    target = command.get("target") or {}
+    if (
+        target.get("kind") == labels.QUEUE_KIND
+        and str(target.get("apiVersion") or "").split("/")[0] == labels.SCHEDULING_GROUP
+        and target.get("name")
+    ):
+        return str(target["name"])
+    return None
+
+
+class QueueController:
+    def __init__(
+        self,
+        kube: Kube,
+        recorder: EventRecorder,
+        is_leader: Callable[[], bool],
+        *,
+        workers: int = 1,
+    ) -> None:
+        self.kube = kube
+        self.recorder = recorder
+        self.is_leader = is_leader
+        self.queue = WorkQueue()
+        self._workers = workers
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._actions: dict[str, list[str]] = defaultdict(list)
+        self.queues = Informer(kube, QUEUES, self._on_queue, self._stop)
+        self.podgroups = Informer(kube, PODGROUPS, self._on_podgroup, self._stop)
+        self.commands = Informer(kube, COMMANDS, self._on_command, self._stop)
+        self._threads: list[threading.Thread] = []
+
+    # --- events -> keys --------------------------------------------------------------------
+
+    def _on_queue(self, old: WireObject | None, new: WireObject | None) -> None:
+        if new is not None:
+            self.queue.add(str(new["metadata"]["name"]))
+
+    def _on_podgroup(self, old: WireObject | None, new: WireObject | None) -> None:
+        for group in {queue_of_podgroup(g) for g in (old, new) if g is not None}:
+            self.queue.add(group)
+
+    def _on_command(self, old: WireObject | None, new: WireObject | None) -> None:
+        if new is not None and queue_target(new) is not None:
+            # Commands are handled by the workers (only the leader acts on them).
+            self.queue.add(_command_key(new))
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for informer in (self.queues, self.podgroups, self.commands):
+            informer.start()
+        for i in range(self._workers):
+            self._spawn(f"queue-worker-{i}", self._work)
+        self._spawn("queue-resync", self._resync)
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self.queue.shutdown(drain=False)
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def _resync(self) -> None:
+        while not self._stop.wait(RESYNC_SECONDS):
+            for queue in self.queues.items():
+                self.queue.add(str(queue["metadata"]["name"]))
+
+    def _work(self) -> None:
+        while not (self.queues.synced and self.podgroups.synced and self.commands.synced):
+            if self._stop.wait(0.05):
+                return
+        while True:
+            key = self.queue.get(timeout=0.5)
+            if key is None:
+                if self.queue.shutting_down:
+                    return
+                continue
+            try:
+                if not self.is_leader():
+                    self.queue.add_after(key, NOT_LEADER_RETRY_SECONDS)
+                    continue
+                if key.startswith(_COMMAND_PREFIX):
+                    self._take_command(key)
+                else:
+                    self.sync(key)
+                self.queue.forget(key)
+            except Exception as exc:
+                self._failed(key, exc)
+            finally:
+                self.queue.done(key)
+
+    def _failed(self, key: str, exc: Exception) -> None:
+        failures = self.queue.num_requeues(key) + 1
+        if failures <= MAX_REQUEUES:
+            log.warning("queue sync failed", extra={"queue": key, "error": str(exc)})
+            self.queue.add_rate_limited(key)
+            return
+        self.queue.forget(key)
+        with self._lock:
+            actions = self._actions.pop(key, [])
+        queue = self.queues.get(key)
+        for action in actions:
+            if queue is not None:
+                self.recorder.record(queue, "Warning", action, f"{action} queue failed for {exc}")
+        log.error("queue request dropped", extra={"queue": key, "error": str(exc)})
+
+    # --- commands --------------------------------------------------------------------------
+
+    def _take_command(self, key: str) -> None:
+        namespace, name = key[len(_COMMAND_PREFIX) :].split("/", 1)
+        command = self.commands.get(f"{namespace}/{name}")
+        if command is None:
+            return
+        target = queue_target(command)
+        if target is None:
+            return
+        try:
+            self.kube.delete(COMMANDS, namespace, name)
+        except NotFoundError:
+            return
+        with self._lock:
+            self._actions[target].append(str(command.get("action") or ""))
+        self.queue.add(target)
+
+    # --- one sync --------------------------------------------------------------------------
+
+    def sync(self, name: str) -> None:
+        queue = self.queues.get(name)
+        if queue is None or (queue.get("metadata") or {}).get("deletionTimestamp"):
+            with self._lock:
+                self._actions.pop(name, None)
+            return
+        with self._lock:
+            actions = list(self._actions.get(name, []))
+        groups = [g for g in self.podgroups.items() if queue_of_podgroup(g) == name]
+        parent_name = (queue.get("spec") or {}).get("parent")
+        parent = self.queues.get(str(parent_name)) if parent_name else None
+        parent_state = ((parent or {}).get("status") or {}).get("state") if parent else None
+        state = (queue.get("status") or {}).get("state")
+        applied = 0
+        try:
+            for text in [*actions, Action.SYNC.value]:
+                action = Action.of(text)
+                transition = next_state(name, state, action, len(groups), parent_state)
+                if action is not Action.SYNC and transition.applied:
+                    verb = "Open" if action is Action.OPEN else "Close"
+                    self.recorder.record(queue, "Normal", action.value, f"{verb} queue succeed")
+                state = transition.state
+                applied = min(applied + 1, len(actions))
+        finally:
+            # Carried-out actions are forgotten; a refused one stays for the retry.
+            with self._lock:
+                del self._actions[name][:applied]
+                if not self._actions[name]:
+                    self._actions.pop(name, None)
+            self._write(queue, state, groups)
+
+    def _write(self, queue: WireObject, state: str | None, groups: list[WireObject]) -> None:
+        wanted: dict[str, Any] = {"state": state or None, **podgroup_counts(groups)}
+        current = queue.get("status") or {}
+        if all(current.get(k, 0 if k != "state" else None) == v for k, v in wanted.items()):
+            return
+        try:
+            written = self.kube.merge_patch(
+                QUEUES, None, queue["metadata"]["name"], {"status": wanted}, sub="status"
+            )
+        except NotFoundError:
+            return
+        except KubeError as exc:
+            verb = "CloseQueue" if state == CLOSED else "OpenQueue"
+            self.recorder.record(queue, "Warning", verb, f"status not written: {exc}")
+            raise
+        self.queues.put(written)
+
+
+_COMMAND_PREFIX: Final = "command:"
+
+
+def _command_key(command: WireObject) -> str:
+    meta = command.get("metadata") or {}
+    return f"{_COMMAND_PREFIX}{meta.get('namespace') or ''}/{meta.get('name')}"

@@ -1,0 +1,82 @@
+"""The Queue state machine (Volcano's queue controller), as pure functions.
+
+A queue is Closing while PodGroups still name it and Closed once none do; a new queue (no state
+yet) becomes Open. `OpenQueue` and `CloseQueue` Commands move it; `root` is never closed and a
+queue cannot open while its parent is Closing or Closed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+OPEN: Final = "Open"
+CLOSING: Final = "Closing"
+CLOSED: Final = "Closed"
+UNKNOWN: Final = "Unknown"
+ROOT: Final = "root"
+DEFAULT_QUEUE: Final = "default"
+
+
+class Action(StrEnum):
+    SYNC = "SyncQueue"
+    OPEN = "OpenQueue"
+    CLOSE = "CloseQueue"
+
+    @classmethod
+    def of(cls, text: str) -> Action:
+        """An unknown Command action behaves like a plain sync, as in Volcano."""
+        try:
+            return cls(text)
+        except ValueError:
+            return cls.SYNC
+
+
+class StateError(ValueError):
+    """The action cannot be carried out now (the request is retried)."""
+
+
+@dataclass(frozen=True)
+class Transition:
+    state: str
+    # False when the action was refused silently (closing root).
+    applied: bool = True
+
+
+def next_state(
+    name: str, current: str | None, action: Action, podgroups: int, parent_state: str | None
+) -> Transition:
+    """The queue's state after `action`, given how many PodGroups name it and its parent's
+    state (None: no parent)."""
+    state = current or OPEN
+    if state not in (OPEN, CLOSING, CLOSED, UNKNOWN):
+        raise StateError(f"queue {name} state {state} is invalid")
+    drained = CLOSED if podgroups == 0 else CLOSING
+    if action is Action.CLOSE:
+        if name == ROOT:
+            return Transition(state, applied=False)
+        return Transition(CLOSED if state == CLOSED else drained)
+    if action is Action.OPEN:
+        if parent_state in (CLOSING, CLOSED):
+            raise StateError(f"queue {name} cannot be opened while its parent is {parent_state}")
+        return Transition(OPEN)
+    if state == CLOSING:
+        return Transition(drained)
+    return Transition(state)
+
+
+def podgroup_counts(podgroups: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """The status counters: PodGroups of the queue by phase (pending, running, inqueue)."""
+    phases = Counter(str((pg.get("status") or {}).get("phase") or "Pending") for pg in podgroups)
+    return {
+        "pending": phases["Pending"],
+        "running": phases["Running"],
+        "inqueue": phases["Inqueue"],
+    }
+
+
+def queue_of_podgroup(podgroup: dict[str, Any]) -> str:
+    return str((podgroup.get("spec") or {}).get("queue") or DEFAULT_QUEUE)

@@ -1,0 +1,127 @@
+"""The console scripts against the local cluster: `vcjob job …`, `kubectl vcjob job …` (the
+kubectl plugin), output, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from batch_helpers import BIN, get_json, run_script, script_env, wait_for
+
+from localcluster.testing import LocalCluster
+
+pytestmark = pytest.mark.e2e
+
+HEADER = [
+    "Name", "Creation", "Phase", "JobType", "Replicas", "Min", "Pending", "Running",
+    "Succeeded", "Failed", "Unknown", "RetryCount",
+]  # fmt: skip
+
+
+def _phase(cluster: LocalCluster, namespace: str, name: str) -> str | None:
+    job = get_json(cluster, "vcjob", name, "-n", namespace)
+    return ((job.get("status") or {}).get("state") or {}).get("phase")
+
+
+def test_job_lifecycle_through_the_cli(cluster: LocalCluster, namespace: str) -> None:
+    ran = run_script(cluster, "vcjob", "job", "run", "-N", "hello", "-n", namespace, "-r", "2")
+    assert (ran.returncode, ran.stdout.strip()) == (0, "run job hello successfully"), ran.stderr
+    wait_for(lambda: _phase(cluster, namespace, "hello"), lambda p: p == "Running", "Running")
+
+    listed = run_script(cluster, "vcjob", "job", "list", "-n", namespace)
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.splitlines()
+    assert header.split() == HEADER
+    cells = row.split()
+    assert (cells[0], cells[2], cells[3], cells[4], cells[5]) == (
+        "hello",
+        "Running",
+        "Batch",
+        "2",
+        "1",
+    )
+
+    # The same through kubectl's plugin mechanism: `kubectl-vcjob` on PATH.
+    plugin = run_script(cluster, "kubectl", "vcjob", "job", "list", "-n", namespace)
+    assert plugin.returncode == 0, plugin.stderr
+    assert plugin.stdout == listed.stdout
+
+    everywhere = run_script(cluster, "vcjob", "job", "list", "-A")
+    assert everywhere.stdout.splitlines()[0].split()[:2] == ["Namespace", "Name"]
+    assert any(line.split()[:2] == [namespace, "hello"] for line in everywhere.stdout.splitlines())
+
+    as_json = run_script(cluster, "vcjob", "job", "list", "-n", namespace, "-o", "json")
+    assert [j["metadata"]["name"] for j in json.loads(as_json.stdout)["items"]] == ["hello"]
+    wide = run_script(cluster, "vcjob", "job", "list", "-n", namespace, "-o", "wide")
+    assert wide.stdout.splitlines()[0].split()[-2:] == ["Queue", "Scheduler"]
+
+    viewed = run_script(cluster, "vcjob", "job", "view", "-N", "hello", "-n", namespace)
+    assert viewed.returncode == 0, viewed.stderr
+    assert viewed.stdout.startswith("Name:\thello\nNamespace:\t" + namespace)
+    assert "Events:" in viewed.stdout
+
+    suspended = run_script(cluster, "vcjob", "job", "suspend", "-N", "hello", "-n", namespace)
+    assert suspended.returncode == 0, suspended.stderr
+    wait_for(lambda: _phase(cluster, namespace, "hello"), lambda p: p == "Aborted", "Aborted")
+    # The alias, with the job as an argument as before.
+    resumed = run_script(cluster, "vcjob", "resume", "hello", "-n", namespace)
+    assert resumed.returncode == 0, resumed.stderr
+    wait_for(lambda: _phase(cluster, namespace, "hello"), lambda p: p != "Aborted", "resumed")
+
+    deleted = run_script(cluster, "vcjob", "job", "delete", "-N", "hello", "-n", namespace)
+    assert deleted.stdout.strip() == "delete job hello successfully"
+    empty = run_script(cluster, "vcjob", "job", "list", "-n", namespace)
+    assert empty.stdout.strip() == "No resources found"
+
+
+def test_namespace_defaults_to_the_kubeconfig_context(
+    cluster: LocalCluster, namespace: str, tmp_path: Path
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    shutil.copy(cluster.kubeconfig, kubeconfig)
+    env = script_env(cluster)
+    env["KUBECONFIG"] = str(kubeconfig)
+    run_script(
+        cluster,
+        "kubectl",
+        "config",
+        "set-context",
+        "--current",
+        f"--namespace={namespace}",
+        env=env,
+    )
+    ran = run_script(cluster, "vcjob", "job", "run", "-N", "ctx", env=env)
+    assert ran.returncode == 0, ran.stderr
+    assert get_json(cluster, "vcjob", "ctx", "-n", namespace)["metadata"]["namespace"] == namespace
+    listed = run_script(cluster, "vcjob", "job", "list", env=env)
+    assert listed.stdout.splitlines()[1].split()[0] == "ctx"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["job", "view", "-N", "ghost"], 'Failed to view job: job "ghost" not found in namespace'),
+        (["job", "suspend", "-N", "ghost"], 'Failed to suspend job: job "ghost" not found'),
+        (["queue", "get", "-n", "ghost"], 'Failed to get queue: queue "ghost" not found'),
+        (["queue", "delete", "-n", "root"], "Failed to delete queue: "),
+        (["queue", "operate", "-n", "ghost", "-a", "close"], 'queue "ghost" not found'),
+    ],
+)
+def test_errors_are_one_line(cluster: LocalCluster, argv: list[str], message: str) -> None:
+    result = run_script(cluster, str(BIN / "vcjob"), *argv)
+    assert result.returncode == 255
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_missing_kubeconfig_is_one_line(cluster: LocalCluster, tmp_path: Path) -> None:
+    env = script_env(cluster)
+    env["KUBECONFIG"] = str(tmp_path / "absent")
+    env["HOME"] = str(tmp_path)
+    result = run_script(cluster, "vcjob", "job", "list", env=env)
+    assert result.returncode == 255
+    assert result.stderr.startswith("Failed to list job: cannot load the kubeconfig")
+    assert result.stderr.strip().count("\n") == 0

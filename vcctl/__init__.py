@@ -1,0 +1,1 @@
+"""vcjob's vcctl: `vcjob job …` and `vcjob queue …` (also `kubectl vcjob …`)."""

@@ -1,0 +1,62 @@
+"""Options and error reporting shared by the CLI's commands."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import click
+
+from vcctl.api import ApiError, VolcanoApi, connect
+
+# vcctl exits with 255 (`os.Exit(-1)`) on every failure.
+FAILURE_EXIT: Final = 255
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class UsageError(Exception):
+    """A usage problem the command reports in vcctl's words (a missing name, a bad action)."""
+
+
+def connection_options(func: F) -> F:
+    """`--master/-s` and `--kubeconfig/-k`, on every leaf command as in vcctl."""
+    func = click.option(
+        "-k",
+        "--kubeconfig",
+        type=click.Path(dir_okay=False),
+        help="Kubeconfig file (default: KUBECONFIG, then ~/.kube/config).",
+    )(func)
+    func = click.option(
+        "-s", "--master", default=None, help="The address of the Kubernetes API server."
+    )(func)
+    return func
+
+
+def output_option(*choices: str) -> Callable[[F], F]:
+    return click.option(
+        "-o", "--output", type=click.Choice(list(choices)), default=None, help="Output format."
+    )
+
+
+def reported(leaf: str, parent: str) -> Callable[[F], F]:
+    """Turn ApiError, UsageError and ValueError into `Failed to <leaf> <parent>: <why>` on stderr
+    and exit code 255: one line, never a traceback."""
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except (ApiError, UsageError, ValueError) as exc:
+                click.echo(f"Failed to {leaf} {parent}: {exc}", err=True)
+                raise SystemExit(FAILURE_EXIT) from None
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def open_api(kubeconfig: str | None, master: str | None) -> VolcanoApi:
+    """Without --kubeconfig the loader reads KUBECONFIG (a list of files) or ~/.kube/config."""
+    return connect(kubeconfig, master)
