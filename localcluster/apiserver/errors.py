@@ -22,25 +22,59 @@ class StatusError(Exception):
         self.details = details
 
     def to_status(self) -> dict[str, Any]:
-        status: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if self.details:
-            status["details"] = self.details
-        return status
+        return failure_status(self.code, self.reason, self.message, self.details)
+
+
+# metav1.Status and metav1.StatusDetails fields in their Go declaration order, which is the
+# order kube-apiserver's JSON encoder writes them in (clients compare error bodies verbatim).
+STATUS_FIELDS = ("kind", "apiVersion", "metadata", "status", "message", "reason", "details", "code")
+DETAILS_FIELDS = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+
+
+def _ordered(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    known = {key: values[key] for key in order if key in values}
+    return {**known, **{k: v for k, v in values.items() if k not in known}}
+
+
+def status_details(details: dict[str, Any]) -> dict[str, Any]:
+    """StatusDetails without its empty fields, in kube's field order."""
+    return _ordered({k: v for k, v in details.items() if v not in (None, "", [])}, DETAILS_FIELDS)
+
+
+def failure_status(
+    code: int, reason: str, message: str, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A Failure `Status` as kube-apiserver writes it: omitted empties, Go field order."""
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+    }
+    if details:
+        status["details"] = status_details(details)
+    status["code"] = code
+    return _ordered({k: v for k, v in status.items() if v != ""}, STATUS_FIELDS)
+
+
+def success_status(details: dict[str, Any], code: int | None = None) -> dict[str, Any]:
+    """The Success `Status` a DELETE answers when the store does not return the object."""
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": status_details(details),
+    }
+    if code is not None:
+        status["code"] = code
+    return status
 
 
 def _details(resource: str, name: str, group: str = "") -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name, "kind": resource}
-    if group:
-        details["group"] = group
-    return details
+    return status_details({"name": name, "group": group, "kind": resource})
 
 
 def _qualified(resource: str, group: str) -> str:
@@ -91,7 +125,11 @@ def invalid(kind: str, name: str, causes: list[dict[str, str]], group: str = "")
         body = cause.get("message", "")
         if field_path and body.startswith(f"{field_path}: "):
             body = body[len(field_path) + 2 :]
-        normalised.append({**cause, "message": body})
+        # StatusCause's Go order: reason, message, field.
+        ordered: dict[str, str] = {
+            k: cause[k] for k in ("reason", "message", "field") if k in cause
+        }
+        normalised.append({**ordered, **cause, "message": body})
         full.append(f"{field_path}: {body}" if field_path else body)
     summary = ", ".join(full)
     message = f'{qualified} "{name}" is invalid: '

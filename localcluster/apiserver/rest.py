@@ -1179,10 +1179,13 @@ class Api:
             if dry_run:
                 return Response(200, self.present(resource, old), warnings)
             return Response(200, self.present(resource, self._remove(resource, old)), warnings)
+        # kube answers 202 when a deletion is left pending after an explicit
+        # orphanDependents=false, and 200 otherwise.
+        code = 202 if options.get("orphanDependents") is False else 200
         if dry_run or new == old:
-            return Response(200, self.present(resource, new if dry_run else old), warnings)
+            return Response(code, self.present(resource, new if dry_run else old), warnings)
         stored = self.store.put(resource.storage_key, new, "MODIFIED")
-        return Response(200, self.present(resource, stored), warnings)
+        return Response(code, self.present(resource, stored), warnings)
 
     @staticmethod
     def _grace_period(resource: ResourceType, obj: dict[str, Any], options: dict[str, Any]) -> int:
@@ -1202,22 +1205,19 @@ class Api:
         return max(grace, 0)
 
     def _deleted_body(self, resource: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        if resource.crd or resource.storage_key in (("", "pods"), ("", "namespaces")):
+        """What an immediate DELETE answers: the object, or a Status naming it (kind holds the
+        resource, as in kube's finalizeDelete)."""
+        if resource.returns_deleted_object:
             return self.present(resource, obj)
-        details = {
-            "name": obj["metadata"]["name"],
-            "kind": resource.plural,
-            "uid": obj["metadata"].get("uid"),
-        }
-        if resource.group:
-            details["group"] = resource.group
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Success",
-            "details": details,
-        }
+        meta = obj["metadata"]
+        return errors.success_status(
+            {
+                "name": meta["name"],
+                "group": resource.group,
+                "kind": resource.plural,
+                "uid": meta.get("uid"),
+            }
+        )
 
     async def delete_collection(self, request: ApiRequest) -> Response:
         resource = request.resource
