@@ -8,6 +8,7 @@ import secrets
 import string
 from typing import Any
 
+from localcluster.apiserver import cron
 from shared.fielderrors import FieldError, Path
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -168,12 +169,6 @@ def _validate_pod_spec(spec: Any, path: Path) -> list[FieldError]:
 
 
 JOB_RESTART_POLICIES = ("OnFailure", "Never")
-_CRON_DESCRIPTORS = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
-)
-_CRON_FIELD = re.compile(
-    r"^(\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*$"
-)
 
 
 def _validate_selector_matches(
@@ -222,29 +217,19 @@ def _validate_job_spec(spec: Any, path: Path) -> list[FieldError]:
 
 
 def validate_cron_schedule(schedule: Any, path: Path) -> list[FieldError]:
-    """A standard five-field cron line or one of the @-descriptors, as robfig/cron parses."""
+    """A five-field cron line or an `@`-descriptor, as kube's CronJob validation parses it."""
     if not isinstance(schedule, str) or not schedule.strip():
         return [FieldError.required(path)]
-    text = schedule.strip()
-    if text.startswith(("TZ=", "CRON_TZ=")):
+    if schedule.strip().startswith(("TZ=", "CRON_TZ=")):
         return [
             FieldError.invalid(
                 path, schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
             )
         ]
-    if text in _CRON_DESCRIPTORS or text.startswith("@every "):
-        return []
-    fields = text.split()
-    if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
-        return [
-            FieldError.invalid(
-                path,
-                schedule,
-                f"expected exactly 5 fields, found {len(fields)}: {schedule}"
-                if len(fields) != 5
-                else f"unparseable cron schedule: {schedule}",
-            )
-        ]
+    try:
+        cron.parse(schedule)
+    except ValueError as exc:
+        return [FieldError.invalid(path, schedule, str(exc))]
     return []
 
 
