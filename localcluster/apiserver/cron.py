@@ -55,6 +55,9 @@ class Schedule:
             return False
         if moment.minute not in self.minutes or moment.hour not in self.hours:
             return False
+        return self.matches_day(moment)
+
+    def matches_day(self, moment: datetime) -> bool:
         if moment.month not in self.months:
             return False
         day_ok = moment.day in self.days
@@ -149,3 +152,19 @@ def most_recent(
         latest = moment
         count += 1
     return latest, count
+
+
+def next_time(schedule: Schedule, after: datetime) -> datetime | None:
+    """The first scheduled time after `after`, within about a year (else None)."""
+    if schedule.every is not None:
+        return after + schedule.every
+    day = after.replace(hour=0, minute=0, second=0, microsecond=0)
+    for _ in range(367):
+        if schedule.matches_day(day):
+            for hour in sorted(schedule.hours):
+                for minute in sorted(schedule.minutes):
+                    moment = day.replace(hour=hour, minute=minute)
+                    if moment > after:
+                        return moment
+        day += timedelta(days=1)
+    return None

@@ -133,3 +133,38 @@ def test_a_suspended_job_starts_no_pod(cluster: LocalCluster) -> None:
         lambda j: "Complete" in _conditions(j),
         f"job {name} to complete once resumed",
     )
+
+
+def test_a_cronjob_starts_jobs_on_schedule(cluster: LocalCluster) -> None:
+    name = f"tick-{uuid.uuid4().hex[:6]}"
+    job_spec = json.loads(_job(name))["spec"]
+    cronjob = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name},
+        "spec": {"schedule": "@every 2s", "jobTemplate": {"spec": job_spec}},
+    }
+    cluster.kubectl("create", "-f", "-", input=json.dumps(cronjob))
+    status = wait_for(
+        lambda: _get(cluster, "cronjob", name).get("status") or {},
+        lambda s: "lastSuccessfulTime" in s,
+        f"a job of cronjob {name} to succeed",
+    )
+    assert status["lastScheduleTime"]
+    jobs = [
+        j
+        for j in _get(cluster, "jobs")["items"]
+        if (j["metadata"].get("ownerReferences") or [{}])[0].get("name") == name
+    ]
+    assert jobs
+    assert all(j["metadata"]["name"].startswith(f"{name}-") for j in jobs)
+    cluster.kubectl("delete", "cronjob", name)
+    wait_for(
+        lambda: [
+            j
+            for j in _get(cluster, "jobs")["items"]
+            if (j["metadata"].get("ownerReferences") or [{}])[0].get("name") == name
+        ],
+        lambda left: not left,
+        f"the jobs of cronjob {name} to be collected",
+    )

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from localcluster.apiserver.cron import most_recent, parse, times_between
+from localcluster.apiserver.cron import most_recent, next_time, parse, times_between
 
 
 def at(text: str) -> datetime:
@@ -80,3 +80,21 @@ def test_most_recent_counts_missed_times_and_handles_every() -> None:
         at("2026-01-02T00:00:00"),
         at("2026-01-02T00:00:00") + timedelta(hours=1),
     ) == (None, 0)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "after", "expected"),
+    [
+        ("*/5 * * * *", "2026-03-02T10:07:30", "2026-03-02T10:10:00"),
+        ("*/5 * * * *", "2026-03-02T10:10:00", "2026-03-02T10:15:00"),
+        ("0 0 1 1 *", "2026-03-02T10:07:30", "2027-01-01T00:00:00"),
+        ("30 4 * * MON", "2026-03-02T10:07:30", "2026-03-09T04:30:00"),
+        ("@every 45s", "2026-03-02T10:07:30", "2026-03-02T10:08:15"),
+    ],
+)
+def test_next_time(schedule: str, after: str, expected: str) -> None:
+    assert next_time(parse(schedule), at(after)) == at(expected)
+
+
+def test_an_impossible_date_has_no_next_time() -> None:
+    assert next_time(parse("0 0 30 2 *"), at("2026-01-01T00:00:00")) is None
