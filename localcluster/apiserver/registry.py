@@ -214,7 +214,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
 # The built-in stores kube-apiserver declares with `ReturnDeletedObject: true` (their OpenAPI
 # DELETE answers the type itself): an immediate DELETE answers the deleted object. Every other
 # store, custom resources included, answers a Success Status naming it. A DELETE that only
-# starts a deletion (finalizers or a grace period pending) answers the object in every store.
+# starts a deletion (finalizers or a grace period pending) answers the object in every store;
+# a CRD's always does (kube finalizes it while its instances are deleted).
 RETURNS_DELETED_OBJECT = frozenset(
     {
         ("", "namespaces"),

@@ -1210,6 +1210,8 @@ class Api:
         if resource.returns_deleted_object:
             return self.present(resource, obj)
         meta = obj["metadata"]
+        if resource.storage_key == CRD_TYPE.storage_key:
+            return self.present(resource, terminating_crd(obj))
         return errors.success_status(
             {
                 "name": meta["name"],
@@ -1253,6 +1255,36 @@ class Api:
                 "items": deleted,
             },
         )
+
+
+CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+
+def terminating_crd(crd: dict[str, Any]) -> dict[str, Any]:
+    """A deleted CRD as kube-apiserver's first DELETE answer shows it: marked for deletion, with
+    the finalizer under which its instances are removed (here they are removed at once)."""
+    marked = copy.deepcopy(crd)
+    meta = marked["metadata"]
+    meta.setdefault("deletionTimestamp", validation.now_rfc3339())
+    meta.setdefault("deletionGracePeriodSeconds", 0)
+    meta["finalizers"] = [*(meta.get("finalizers") or []), CRD_CLEANUP_FINALIZER]
+    conditions = [
+        c
+        for c in (marked.get("status") or {}).get("conditions") or []
+        if c.get("type") != "Terminating"
+    ]
+    conditions.append(
+        {
+            "type": "Terminating",
+            "status": "True",
+            "lastTransitionTime": meta["deletionTimestamp"],
+            "reason": "InstanceDeletionPending",
+            "message": "CustomResourceDefinition marked for deletion; CustomResource deletion "
+            "will begin soon",
+        }
+    )
+    marked.setdefault("status", {})["conditions"] = conditions
+    return marked
 
 
 def _patched_rv(body: Any) -> str:

@@ -417,3 +417,60 @@ def test_streams_into_simulated_pods_are_a_clear_404(http: httpx.Client, subreso
         f"pods/{subresource} is not supported by the vcjob local API server "
         "(there is no container runtime)"
     )
+
+
+def test_deleting_a_crd_answers_it_terminating_and_removes_its_instances(
+    http: httpx.Client,
+) -> None:
+    group = f"g{uuid.uuid4().hex[:6]}.example.com"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }
+    assert http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd).is_success
+    widgets = f"/apis/{group}/v1/namespaces/default/widgets"
+    created = http.post(
+        widgets, json={"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    )
+    assert created.status_code == 201
+    # A custom resource's own DELETE answers a Status (its store does not return the object).
+    again = http.post(
+        widgets, json={"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w2"}}
+    )
+    assert again.status_code == 201
+    assert http.delete(f"{widgets}/w2").json()["details"] == {
+        "name": "w2",
+        "group": group,
+        "kind": "widgets",
+        "uid": again.json()["metadata"]["uid"],
+    }
+    answer = http.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}")
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["kind"] == "CustomResourceDefinition"
+    assert body["metadata"]["deletionTimestamp"]
+    assert "customresourcecleanup.apiextensions.k8s.io" in body["metadata"]["finalizers"]
+    assert {"type": "Terminating", "status": "True"}.items() <= body["status"]["conditions"][
+        -1
+    ].items()
+    assert (
+        http.get(
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
+        ).status_code
+        == 404
+    )
+    assert http.get(f"{widgets}/w").status_code == 404
