@@ -36,9 +36,23 @@ def _ordered(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
     return {**known, **{k: v for k, v in values.items() if k not in known}}
 
 
+CAUSE_FIELDS = ("reason", "message", "field")
+
+
 def status_details(details: dict[str, Any]) -> dict[str, Any]:
-    """StatusDetails without its empty fields, in kube's field order."""
-    return _ordered({k: v for k, v in details.items() if v not in (None, "", [])}, DETAILS_FIELDS)
+    """StatusDetails without its empty fields, in kube's field order (its causes too)."""
+    ordered = _ordered(
+        {k: v for k, v in details.items() if v not in (None, "", [])}, DETAILS_FIELDS
+    )
+    causes = ordered.get("causes")
+    if isinstance(causes, list):
+        ordered["causes"] = [
+            _ordered({k: v for k, v in c.items() if v not in (None, "")}, CAUSE_FIELDS)
+            if isinstance(c, dict)
+            else c
+            for c in causes
+        ]
+    return ordered
 
 
 def failure_status(
@@ -125,11 +139,7 @@ def invalid(kind: str, name: str, causes: list[dict[str, str]], group: str = "")
         body = cause.get("message", "")
         if field_path and body.startswith(f"{field_path}: "):
             body = body[len(field_path) + 2 :]
-        # StatusCause's Go order: reason, message, field.
-        ordered: dict[str, str] = {
-            k: cause[k] for k in ("reason", "message", "field") if k in cause
-        }
-        normalised.append({**ordered, **cause, "message": body})
+        normalised.append({**cause, "message": body})
         full.append(f"{field_path}: {body}" if field_path else body)
     summary = ", ".join(full)
     message = f'{qualified} "{name}" is invalid: '
