@@ -39,7 +39,8 @@ class Route:
 
 
 def _encode(body: Any) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode()
+    # Go's json.Encoder, which kube-apiserver writes with, ends every document with a newline.
+    return json.dumps(body, separators=(",", ":")).encode() + b"\n"
 
 
 def _warning_headers(warnings: list[str]) -> list[tuple[bytes, bytes]]:

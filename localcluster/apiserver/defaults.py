@@ -93,6 +93,18 @@ def apply_defaults(resource: ResourceType, obj: dict[str, Any], cluster_ips: Clu
         template_spec = (spec.get("template") or {}).get("spec")
         if isinstance(template_spec, dict):
             pod_spec_defaults(template_spec)
+    elif key == ("batch", "jobs") and isinstance(spec, dict):
+        job_defaults(obj, spec)
+    elif key == ("batch", "cronjobs") and isinstance(spec, dict):
+        spec.setdefault("concurrencyPolicy", "Allow")
+        spec.setdefault("suspend", False)
+        spec.setdefault("successfulJobsHistoryLimit", 3)
+        spec.setdefault("failedJobsHistoryLimit", 1)
+        job_spec = (spec.get("jobTemplate") or {}).get("spec")
+        if isinstance(job_spec, dict):
+            _job_spec_defaults(job_spec)
+    elif key == ("", "replicationcontrollers") and isinstance(spec, dict):
+        replication_controller_defaults(obj, spec)
     elif key == ("", "services") and isinstance(spec, dict):
         spec.setdefault("type", "ClusterIP")
         spec.setdefault("sessionAffinity", "None")
@@ -125,6 +137,64 @@ def apply_defaults(resource: ResourceType, obj: dict[str, Any], cluster_ips: Clu
             meta["labels"]["kubernetes.io/metadata.name"] = meta["name"]
 
 
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+JOB_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+
+
+def _job_spec_defaults(spec: dict[str, Any]) -> None:
+    """SetDefaults_Job: one completion and one pod at a time unless told, six retries."""
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    if spec.get("backoffLimitPerIndex") is None:
+        spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    if spec.get("podFailurePolicy") is None:
+        spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    template_spec = (spec.get("template") or {}).get("spec")
+    if isinstance(template_spec, dict):
+        # As in kube, restartPolicy defaults to Always here too, which validation then rejects.
+        pod_spec_defaults(template_spec)
+
+
+def job_defaults(obj: dict[str, Any], spec: dict[str, Any]) -> None:
+    """Job defaults plus the selector kube's Job strategy generates once the uid is known:
+    the pods carry the Job's uid and name as labels and the selector matches the uid."""
+    _job_spec_defaults(spec)
+    meta = obj.get("metadata") or {}
+    uid = meta.get("uid")
+    if not uid or spec.get("manualSelector") or spec.get("selector"):
+        return
+    template = spec.setdefault("template", {})
+    template_meta = template.setdefault("metadata", {})
+    labels = dict(template_meta.get("labels") or {})
+    for label in JOB_UID_LABELS:
+        labels[label] = uid
+    for label in JOB_NAME_LABELS:
+        labels[label] = meta.get("name", "")
+    template_meta["labels"] = labels
+    spec["selector"] = {"matchLabels": {JOB_UID_LABELS[0]: uid}}
+
+
+def replication_controller_defaults(obj: dict[str, Any], spec: dict[str, Any]) -> None:
+    """SetDefaults_ReplicationController: selector and labels default to the template's."""
+    spec.setdefault("replicas", 1)
+    spec.setdefault("minReadySeconds", 0)
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        return
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if labels and not spec.get("selector"):
+        spec["selector"] = dict(labels)
+    meta = obj.setdefault("metadata", {})
+    if labels and not meta.get("labels"):
+        meta["labels"] = dict(labels)
+    template_spec = template.get("spec")
+    if isinstance(template_spec, dict):
+        pod_spec_defaults(template_spec)
+
+
 def initial_status(resource: ResourceType, obj: dict[str, Any]) -> None:
     """Reset `status` on create, the way each type's strategy does."""
     if not resource.has_status or resource.preserve_status_on_create:
@@ -138,9 +208,14 @@ def initial_status(resource: ResourceType, obj: dict[str, Any]) -> None:
         obj["status"] = {"loadBalancer": {}}
     elif key == ("", "persistentvolumeclaims"):
         obj["status"] = {"phase": "Pending"}
-    elif key == ("apps", "deployments") or key == (
-        "apiextensions.k8s.io",
-        "customresourcedefinitions",
+    elif key == ("", "replicationcontrollers"):
+        obj["status"] = {"replicas": 0}
+    elif key in (
+        ("apps", "deployments"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("apiregistration.k8s.io", "apiservices"),
     ):
         obj["status"] = {}
     else:

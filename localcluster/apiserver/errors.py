@@ -22,25 +22,73 @@ class StatusError(Exception):
         self.details = details
 
     def to_status(self) -> dict[str, Any]:
-        status: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if self.details:
-            status["details"] = self.details
-        return status
+        return failure_status(self.code, self.reason, self.message, self.details)
+
+
+# metav1.Status and metav1.StatusDetails fields in their Go declaration order, which is the
+# order kube-apiserver's JSON encoder writes them in (clients compare error bodies verbatim).
+STATUS_FIELDS = ("kind", "apiVersion", "metadata", "status", "message", "reason", "details", "code")
+DETAILS_FIELDS = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+
+
+def _ordered(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    known = {key: values[key] for key in order if key in values}
+    return {**known, **{k: v for k, v in values.items() if k not in known}}
+
+
+CAUSE_FIELDS = ("reason", "message", "field")
+
+
+def status_details(details: dict[str, Any]) -> dict[str, Any]:
+    """StatusDetails without its empty fields, in kube's field order (its causes too)."""
+    ordered = _ordered(
+        {k: v for k, v in details.items() if v not in (None, "", [])}, DETAILS_FIELDS
+    )
+    causes = ordered.get("causes")
+    if isinstance(causes, list):
+        ordered["causes"] = [
+            _ordered({k: v for k, v in c.items() if v not in (None, "")}, CAUSE_FIELDS)
+            if isinstance(c, dict)
+            else c
+            for c in causes
+        ]
+    return ordered
+
+
+def failure_status(
+    code: int, reason: str, message: str, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A Failure `Status` as kube-apiserver writes it: omitted empties, Go field order."""
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+    }
+    if details:
+        status["details"] = status_details(details)
+    status["code"] = code
+    return _ordered({k: v for k, v in status.items() if v != ""}, STATUS_FIELDS)
+
+
+def success_status(details: dict[str, Any], code: int | None = None) -> dict[str, Any]:
+    """The Success `Status` a DELETE answers when the store does not return the object."""
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": status_details(details),
+    }
+    if code is not None:
+        status["code"] = code
+    return status
 
 
 def _details(resource: str, name: str, group: str = "") -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name, "kind": resource}
-    if group:
-        details["group"] = group
-    return details
+    return status_details({"name": name, "group": group, "kind": resource})
 
 
 def _qualified(resource: str, group: str) -> str:

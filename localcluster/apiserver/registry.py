@@ -42,6 +42,11 @@ class ResourceType:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
     @property
+    def returns_deleted_object(self) -> bool:
+        """Whether an immediate DELETE answers the deleted object rather than a Status."""
+        return not self.crd and self.storage_key in RETURNS_DELETED_OBJECT
+
+    @property
     def has_status(self) -> bool:
         return "status" in self.subresources
 
@@ -184,6 +189,44 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         ("status",),
     ),
     _t("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
+    _t(
+        "",
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        short=("rc",),
+        categories=("all",),
+        sub=("status",),
+    ),
+    _t("batch", "v1", "jobs", "Job", categories=("all",), sub=("status",)),
+    _t("batch", "v1", "cronjobs", "CronJob", short=("cj",), categories=("all",), sub=("status",)),
+    _t(
+        "apiregistration.k8s.io",
+        "v1",
+        "apiservices",
+        "APIService",
+        False,
+        categories=("api-extensions",),
+        sub=("status",),
+    ),
+)
+
+# The built-in stores kube-apiserver declares with `ReturnDeletedObject: true` (their OpenAPI
+# DELETE answers the type itself): an immediate DELETE answers the deleted object. Every other
+# store, custom resources included, answers a Success Status naming it. A DELETE that only
+# starts a deletion (finalizers or a grace period pending) answers the object in every store;
+# a CRD's always does (kube finalizes it while its instances are deleted).
+RETURNS_DELETED_OBJECT = frozenset(
+    {
+        ("", "namespaces"),
+        ("", "pods"),
+        ("", "services"),
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("", "resourcequotas"),
+        ("", "serviceaccounts"),
+        ("storage.k8s.io", "storageclasses"),
+    }
 )
 
 # Subresources answered with a clear "not supported" Status rather than a bare 404.

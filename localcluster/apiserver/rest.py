@@ -1179,10 +1179,13 @@ class Api:
             if dry_run:
                 return Response(200, self.present(resource, old), warnings)
             return Response(200, self.present(resource, self._remove(resource, old)), warnings)
+        # kube answers 202 when a deletion is left pending after an explicit
+        # orphanDependents=false, and 200 otherwise.
+        code = 202 if options.get("orphanDependents") is False else 200
         if dry_run or new == old:
-            return Response(200, self.present(resource, new if dry_run else old), warnings)
+            return Response(code, self.present(resource, new if dry_run else old), warnings)
         stored = self.store.put(resource.storage_key, new, "MODIFIED")
-        return Response(200, self.present(resource, stored), warnings)
+        return Response(code, self.present(resource, stored), warnings)
 
     @staticmethod
     def _grace_period(resource: ResourceType, obj: dict[str, Any], options: dict[str, Any]) -> int:
@@ -1202,22 +1205,21 @@ class Api:
         return max(grace, 0)
 
     def _deleted_body(self, resource: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        if resource.crd or resource.storage_key in (("", "pods"), ("", "namespaces")):
+        """What an immediate DELETE answers: the object, or a Status naming it (kind holds the
+        resource, as in kube's finalizeDelete)."""
+        if resource.returns_deleted_object:
             return self.present(resource, obj)
-        details = {
-            "name": obj["metadata"]["name"],
-            "kind": resource.plural,
-            "uid": obj["metadata"].get("uid"),
-        }
-        if resource.group:
-            details["group"] = resource.group
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Success",
-            "details": details,
-        }
+        meta = obj["metadata"]
+        if resource.storage_key == CRD_TYPE.storage_key:
+            return self.present(resource, terminating_crd(obj))
+        return errors.success_status(
+            {
+                "name": meta["name"],
+                "group": resource.group,
+                "kind": resource.plural,
+                "uid": meta.get("uid"),
+            }
+        )
 
     async def delete_collection(self, request: ApiRequest) -> Response:
         resource = request.resource
@@ -1253,6 +1255,36 @@ class Api:
                 "items": deleted,
             },
         )
+
+
+CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+
+def terminating_crd(crd: dict[str, Any]) -> dict[str, Any]:
+    """A deleted CRD as kube-apiserver's first DELETE answer shows it: marked for deletion, with
+    the finalizer under which its instances are removed (here they are removed at once)."""
+    marked = copy.deepcopy(crd)
+    meta = marked["metadata"]
+    meta.setdefault("deletionTimestamp", validation.now_rfc3339())
+    meta.setdefault("deletionGracePeriodSeconds", 0)
+    meta["finalizers"] = [*(meta.get("finalizers") or []), CRD_CLEANUP_FINALIZER]
+    conditions = [
+        c
+        for c in (marked.get("status") or {}).get("conditions") or []
+        if c.get("type") != "Terminating"
+    ]
+    conditions.append(
+        {
+            "type": "Terminating",
+            "status": "True",
+            "lastTransitionTime": meta["deletionTimestamp"],
+            "reason": "InstanceDeletionPending",
+            "message": "CustomResourceDefinition marked for deletion; CustomResource deletion "
+            "will begin soon",
+        }
+    )
+    marked.setdefault("status", {})["conditions"] = conditions
+    return marked
 
 
 def _patched_rv(body: Any) -> str:

@@ -494,6 +494,128 @@ BUILTIN_COLUMNS[("coordination.k8s.io", "leases")] = (
 )
 
 
+def _template_cells(pod_template: dict[str, Any], selector: dict[str, Any]) -> list[str]:
+    """The wide columns of templated workloads: containers, images, selector."""
+    containers = (pod_template.get("spec") or {}).get("containers") or []
+    return [
+        ",".join(c.get("name", "") for c in containers),
+        ",".join(c.get("image", "") for c in containers),
+        ",".join(f"{k}={v}" for k, v in selector.items()),
+    ]
+
+
+def _job_status(status: dict[str, Any]) -> str:
+    """kubectl's Job STATUS: the first true terminal or suspended condition, else Running."""
+    true_types = {
+        c.get("type") for c in status.get("conditions") or [] if c.get("status") == "True"
+    }
+    for kind in ("Complete", "Failed", "FailureTarget", "Suspended", "SuccessCriteriaMet"):
+        if kind in true_types:
+            return kind
+    return "Running"
+
+
+def _job_completions(spec: dict[str, Any], status: dict[str, Any]) -> str:
+    succeeded = status.get("succeeded", 0)
+    if spec.get("completions") is not None:
+        return f"{succeeded}/{spec['completions']}"
+    parallelism = spec.get("parallelism", 1)
+    return f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+
+
+def _job_row(job: dict[str, Any], now: dt.datetime) -> list[Any]:
+    spec = job.get("spec") or {}
+    status = job.get("status") or {}
+    started = parse_time(status.get("startTime"))
+    finished = parse_time(status.get("completionTime")) or now
+    duration = human_duration((finished - started).total_seconds()) if started else ""
+    return [
+        job["metadata"].get("name"),
+        _job_status(status),
+        _job_completions(spec, status),
+        duration,
+        age(job["metadata"].get("creationTimestamp"), now),
+        *_template_cells(
+            spec.get("template") or {}, (spec.get("selector") or {}).get("matchLabels") or {}
+        ),
+    ]
+
+
+def _cronjob_row(cronjob: dict[str, Any], now: dt.datetime) -> list[Any]:
+    spec = cronjob.get("spec") or {}
+    status = cronjob.get("status") or {}
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    last = status.get("lastScheduleTime")
+    return [
+        cronjob["metadata"].get("name"),
+        spec.get("schedule", ""),
+        spec.get("timeZone") or "<none>",
+        str(bool(spec.get("suspend"))),
+        len(status.get("active") or []),
+        age(last, now) if last else "<none>",
+        age(cronjob["metadata"].get("creationTimestamp"), now),
+        *_template_cells(
+            job_spec.get("template") or {},
+            (job_spec.get("selector") or {}).get("matchLabels") or {},
+        ),
+    ]
+
+
+def _replication_controller_row(rc: dict[str, Any], now: dt.datetime) -> list[Any]:
+    spec = rc.get("spec") or {}
+    status = rc.get("status") or {}
+    return [
+        rc["metadata"].get("name"),
+        spec.get("replicas", 1),
+        status.get("replicas", 0),
+        status.get("readyReplicas", 0),
+        age(rc["metadata"].get("creationTimestamp"), now),
+        *_template_cells(spec.get("template") or {}, spec.get("selector") or {}),
+    ]
+
+
+_TEMPLATE_COLUMNS = [
+    _column("Containers", "Names of each container in the template.", 1),
+    _column("Images", "Images referenced by each container in the template.", 1),
+    _column("Selector", "Label selector for pods.", 1),
+]
+BUILTIN_COLUMNS[("batch", "jobs")] = (
+    [
+        dict(NAME_COLUMN),
+        _column("Status", "Status of the job."),
+        _column("Completions", "The completion status of the job."),
+        _column("Duration", "Time required to complete the job."),
+        dict(AGE_COLUMN),
+        *_TEMPLATE_COLUMNS,
+    ],
+    _job_row,
+)
+BUILTIN_COLUMNS[("batch", "cronjobs")] = (
+    [
+        dict(NAME_COLUMN),
+        _column("Schedule", "The schedule in Cron format."),
+        _column("Timezone", "The time zone the job is scheduled in."),
+        _column("Suspend", "Whether the CronJob is suspended.", kind="boolean"),
+        _column("Active", "Number of running jobs.", kind="integer"),
+        _column("Last Schedule", "When the job was last successfully scheduled."),
+        dict(AGE_COLUMN),
+        *_TEMPLATE_COLUMNS,
+    ],
+    _cronjob_row,
+)
+BUILTIN_COLUMNS[("", "replicationcontrollers")] = (
+    [
+        dict(NAME_COLUMN),
+        _column("Desired", "Number of desired pods.", kind="integer"),
+        _column("Current", "Number of actual replicas.", kind="integer"),
+        _column("Ready", "Number of ready replicas.", kind="integer"),
+        dict(AGE_COLUMN),
+        *_TEMPLATE_COLUMNS,
+    ],
+    _replication_controller_row,
+)
+
+
 def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": "PartialObjectMetadata",

@@ -8,6 +8,7 @@ import secrets
 import string
 from typing import Any
 
+from localcluster.apiserver import cron
 from shared.fielderrors import FieldError, Path
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -167,10 +168,153 @@ def _validate_pod_spec(spec: Any, path: Path) -> list[FieldError]:
     return problems
 
 
+JOB_RESTART_POLICIES = ("OnFailure", "Never")
+
+
+def _validate_selector_matches(
+    selector: dict[str, Any], labels: dict[str, Any], path: Path
+) -> list[FieldError]:
+    """The pod template's labels must satisfy the controller's selector."""
+    if all(labels.get(k) == v for k, v in selector.items()):
+        return []
+    rendered = ",".join(f"{k}={v}" for k, v in labels.items())
+    return [
+        FieldError.invalid(path, rendered, "`selector` does not match template `labels`"),
+    ]
+
+
+def _validate_job_spec(spec: Any, path: Path) -> list[FieldError]:
+    """ValidateJobSpec's common rules: a pod template that does not restart, and counts that
+    are not negative."""
+    if not isinstance(spec, dict):
+        return [FieldError.required(path)]
+    problems: list[FieldError] = []
+    for field in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds"):
+        value = spec.get(field)
+        if isinstance(value, int) and value < 0:
+            problems.append(
+                FieldError.invalid(path.child(field), value, "must be greater than or equal to 0")
+            )
+    template = spec.get("template") or {}
+    template_path = path.child("template", "spec")
+    problems.extend(_validate_pod_spec(template.get("spec"), template_path))
+    restart = (template.get("spec") or {}).get("restartPolicy")
+    if restart not in JOB_RESTART_POLICIES:
+        problems.append(
+            FieldError.not_supported(
+                template_path.child("restartPolicy"), restart, JOB_RESTART_POLICIES
+            )
+        )
+    if spec.get("manualSelector"):
+        match_labels = (spec.get("selector") or {}).get("matchLabels") or {}
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        problems.extend(
+            _validate_selector_matches(
+                match_labels, labels, path.child("template", "metadata", "labels")
+            )
+        )
+    return problems
+
+
+def validate_cron_schedule(schedule: Any, path: Path) -> list[FieldError]:
+    """A five-field cron line or an `@`-descriptor, as kube's CronJob validation parses it."""
+    if not isinstance(schedule, str) or not schedule.strip():
+        return [FieldError.required(path)]
+    if schedule.strip().startswith(("TZ=", "CRON_TZ=")):
+        return [
+            FieldError.invalid(
+                path, schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
+            )
+        ]
+    try:
+        cron.parse(schedule)
+    except ValueError as exc:
+        return [FieldError.invalid(path, schedule, str(exc))]
+    return []
+
+
+def _validate_cronjob(obj: dict[str, Any]) -> list[FieldError]:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [FieldError.required(Path.of("spec"))]
+    problems = validate_cron_schedule(spec.get("schedule"), Path.of("spec", "schedule"))
+    policy = spec.get("concurrencyPolicy")
+    if policy not in ("Allow", "Forbid", "Replace"):
+        problems.append(
+            FieldError.not_supported(
+                Path.of("spec", "concurrencyPolicy"), policy, ("Allow", "Forbid", "Replace")
+            )
+        )
+    job_spec = (spec.get("jobTemplate") or {}).get("spec")
+    problems.extend(_validate_job_spec(job_spec, Path.of("spec", "jobTemplate", "spec")))
+    return problems
+
+
+def _validate_replication_controller(obj: dict[str, Any]) -> list[FieldError]:
+    spec = obj.get("spec") or {}
+    problems: list[FieldError] = []
+    replicas = spec.get("replicas")
+    if isinstance(replicas, int) and replicas < 0:
+        problems.append(
+            FieldError.invalid(
+                Path.of("spec", "replicas"), replicas, "must be greater than or equal to 0"
+            )
+        )
+    selector = spec.get("selector") or {}
+    if not selector:
+        problems.append(FieldError.required(Path.of("spec", "selector")))
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        return [*problems, FieldError.required(Path.of("spec", "template"))]
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if selector:
+        problems.extend(
+            _validate_selector_matches(
+                selector, labels, Path.of("spec", "template", "metadata", "labels")
+            )
+        )
+    problems.extend(_validate_pod_spec(template.get("spec"), Path.of("spec", "template", "spec")))
+    return problems
+
+
+def _validate_api_service(obj: dict[str, Any]) -> list[FieldError]:
+    """ValidateAPIService: named `<version>.<group>`, with positive priorities."""
+    spec = obj.get("spec") or {}
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    group, version = str(spec.get("group") or ""), str(spec.get("version") or "")
+    problems: list[FieldError] = []
+    expected = f"{version}.{group}" if group else version
+    if name and name != expected:
+        problems.append(
+            FieldError.invalid(Path.of("metadata", "name"), name, f"must be {expected}")
+        )
+    if not version:
+        problems.append(FieldError.required(Path.of("spec", "version")))
+    for field, limit in (("groupPriorityMinimum", 20000), ("versionPriority", 1000)):
+        value = spec.get(field)
+        if not isinstance(value, int) or value <= 0:
+            problems.append(
+                FieldError.invalid(Path.of("spec", field), value, "must be positive and non-zero")
+            )
+        elif field == "groupPriorityMinimum" and value > limit:
+            problems.append(
+                FieldError.invalid(Path.of("spec", field), value, f"must be less than {limit}")
+            )
+    return problems
+
+
 def validate_builtin_spec(group: str, plural: str, obj: dict[str, Any]) -> list[FieldError]:
     if (group, plural) == ("", "pods"):
         return _validate_pod_spec(obj.get("spec"), Path.of("spec"))
     if (group, plural) in _TEMPLATED:
         template = (obj.get("spec") or {}).get("template") or {}
         return _validate_pod_spec(template.get("spec"), Path.of("spec", "template", "spec"))
+    if (group, plural) == ("batch", "jobs"):
+        return _validate_job_spec(obj.get("spec"), Path.of("spec"))
+    if (group, plural) == ("batch", "cronjobs"):
+        return _validate_cronjob(obj)
+    if (group, plural) == ("", "replicationcontrollers"):
+        return _validate_replication_controller(obj)
+    if (group, plural) == ("apiregistration.k8s.io", "apiservices"):
+        return _validate_api_service(obj)
     return []
