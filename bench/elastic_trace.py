@@ -196,11 +196,17 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 
 def replay(
-    trace: list[TraceJob], elastic: bool, period: str, max_step: int, timeout: float
+    trace: list[TraceJob],
+    elastic: bool,
+    period: str,
+    max_step: int,
+    min_growth: float,
+    timeout: float,
 ) -> figures_module.Run:
     env = {
         "VCJOB_CONTROLLER_ELASTIC": "true" if elastic else "false",
         "VCJOB_CONTROLLER_ELASTIC_MAX_STEP": str(max_step),
+        "VCJOB_CONTROLLER_ELASTIC_MIN_GROWTH": str(min_growth),
     }
     with (
         _environment(env),
@@ -232,13 +238,23 @@ def main() -> None:
     parser.add_argument("--trace", type=Path, default=philly_trace.TRACE)
     parser.add_argument("--period", default="1s", help="the autoscaler's round period")
     parser.add_argument("--max-step", type=int, default=1, help="--elastic-max-step")
+    parser.add_argument("--min-growth", type=float, default=0.0, help="--elastic-min-growth")
+    parser.add_argument(
+        "--off-from",
+        type=Path,
+        help="take the autoscaler-off run from this earlier record instead of replaying it "
+        "(it does not depend on the autoscaler's settings; saves half the time when tuning)",
+    )
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per run")
     parser.add_argument("--record", type=Path, default=RECORD)
     args = parser.parse_args()
     trace: list[TraceJob] = json.loads(args.trace.read_text())
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    off = replay(trace, False, args.period, args.max_step, args.timeout)
-    on = replay(trace, True, args.period, args.max_step, args.timeout)
+    if args.off_from is not None:
+        off = json.loads(args.off_from.read_text())["off"]
+    else:
+        off = replay(trace, False, args.period, args.max_step, args.min_growth, args.timeout)
+    on = replay(trace, True, args.period, args.max_step, args.min_growth, args.timeout)
     for label, value in figures_module.figures(on, off):
         print(f"{label}: {value}")
     args.record.write_text(
@@ -248,6 +264,8 @@ def main() -> None:
                 "date": started,
                 "period": args.period,
                 "max_step": args.max_step,
+                "min_growth": args.min_growth,
+                "off_from": args.off_from.name if args.off_from else None,
                 "on": on,
                 "off": off,
             },
