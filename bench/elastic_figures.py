@@ -60,6 +60,11 @@ def utilisation_while_waiting(run: Run) -> float | None:
     return statistics.fmean(busy) if busy else None
 
 
+def utilisation(run: Run) -> float:
+    """Mean share of the GPUs in use over the whole run (first submission to last completion)."""
+    return statistics.fmean(s["gpus_in_use"] / run["gpus"] for s in run["samples"])
+
+
 def worst_slowdown(on: Mapping[str, float], off: Mapping[str, float]) -> tuple[str, float]:
     """The job that the autoscaler slowed down most, and by how much (0.1 = 10 % slower; a
     negative figure means every job was faster)."""
@@ -74,6 +79,7 @@ def figures(on: Run, off: Run) -> list[tuple[str, str]]:
     mean_on, mean_off = statistics.fmean(jct_on.values()), statistics.fmean(jct_off.values())
     util_on, util_off = utilisation_while_waiting(on), utilisation_while_waiting(off)
     slow_job, slowdown = worst_slowdown(jct_on, jct_off)
+    busy_off = utilisation(off)
 
     def share(value: float | None) -> str:
         return "no job waited" if value is None else f"{value:.2f}"
@@ -90,6 +96,7 @@ def figures(on: Run, off: Run) -> list[tuple[str, str]]:
         ("makespan s (on / off)", f"{makespan(on):.1f} / {makespan(off):.1f}"),
         ("GPU utilisation while jobs wait, on (target >= 0.9)", share(util_on)),
         ("GPU utilisation while jobs wait, off", share(util_off)),
+        ("GPU utilisation over the run (on / off)", f"{utilisation(on):.2f} / {busy_off:.2f}"),
         ("resizes per job (on)", f"{on['resizes'] / len(on['jobs']):.2f}"),
         (
             "worst single-job slowdown on vs off (target <= 10 %)",

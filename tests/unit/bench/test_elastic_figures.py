@@ -48,6 +48,10 @@ def test_utilisation_while_waiting(samples: list[tuple[float, int, int]], expect
     assert figures.utilisation_while_waiting(run({}, samples)) == expected
 
 
+def test_utilisation_over_the_run() -> None:
+    assert figures.utilisation(run({}, [(0, 8, 0), (1, 4, 1), (2, 0, 0)])) == 0.5
+
+
 def test_worst_slowdown_names_the_job() -> None:
     assert figures.worst_slowdown({"a": 11.0, "b": 5.0}, {"a": 10.0, "b": 10.0}) == (
         "a",
@@ -64,5 +68,6 @@ def test_figures_print_every_target() -> None:
     assert lines["mean JCT on/off (target <= 0.75)"] == "0.75"
     assert lines["GPU utilisation while jobs wait, on (target >= 0.9)"] == "1.00"
     assert lines["GPU utilisation while jobs wait, off"] == "0.75"
+    assert lines["GPU utilisation over the run (on / off)"] == "1.00 / 0.75"
     assert lines["resizes per job (on)"] == "3.00"
     assert lines["worst single-job slowdown on vs off (target <= 10 %)"] == "-10 % (b)"
