@@ -16,7 +16,8 @@ Scaling, so that a replay on the local cluster takes minutes: a job of d minutes
 of jobs and a 18x spread between the shortest and the longest instead of 316x. Arrivals come at
 `--rate` jobs per second (default 0.35: 60 jobs in about three minutes). The checked-in trace
 (seed 14) asks for 3716 GPU-seconds over its 185 s of arrivals: about 65 % of 32 GPUs on average,
-with bursts beyond them, so that jobs queue at times and GPUs idle at others.
+with bursts beyond them, so that GPUs idle at times. `philly-60-busy.json` is the same draw at
+`--rate 0.6`: its 108 s of arrivals ask for 107 % of the GPUs, so that jobs queue.
 
 Elastic or rigid is not in the Philly trace: each job is elastic with probability `--elastic`
 (default 0.5). An elastic job asks for its Philly GPU count as `replicas` and `minReplicas` (it

@@ -53,5 +53,7 @@ def test_generate_is_seeded_and_sane() -> None:
             assert job["max_replicas"] == job["gpus"]
 
 
-def test_the_checked_in_trace_is_seed_14() -> None:
+def test_the_checked_in_traces_are_seed_14() -> None:
     assert json.loads(philly.TRACE.read_text()) == philly.generate(60, seed=14)
+    busy = philly.TRACE.with_name("philly-60-busy.json")
+    assert json.loads(busy.read_text()) == philly.generate(60, seed=14, rate=0.6)
