@@ -33,10 +33,14 @@ unit: install
 demo: install tools
 	$(PY) -m localcluster.demo
 
+# Every benchmark figure of docs/benchmarks.md and docs/elastic.md (about 40 minutes on 2 cores).
 bench: install tools
 	$(PY) bench/webhook.py
 	$(PY) bench/controller.py
 	$(PY) bench/scale.py
+	$(PY) bench/scale.py --jobs 1000 --replicas 100 --resync 20s
+	$(PY) bench/elastic_trace.py
+	$(PY) bench/elastic_plot.py --trace
 
 crds: install
 	$(VENV)/bin/vcjob crds --write charts/vcjob/files/crds

@@ -126,6 +126,13 @@ DURATION = DurationParam()
     help="Replicas one task gives up per period when scaling down (scale-up fills idle capacity).",
 )
 @click.option(
+    "--elastic-min-growth",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    help="A task grows only by at least this share of its replicas (or to its maximum): "
+    "every resize restarts its workers. 0 hands out every idle instance.",
+)
+@click.option(
     "--gpu-resource", default="nvidia.com/gpu", help="Extended resource name counted as GPUs."
 )
 @click.option(
@@ -160,6 +167,7 @@ def controller_command(**options: Any) -> None:
         elastic_period=options["elastic_period"],
         elastic_dry_run=options["elastic_dry_run"],
         elastic_max_step=options["elastic_max_step"],
+        elastic_min_growth=options["elastic_min_growth"],
         gpu_resource=options["gpu_resource"],
     )
     sys.exit(run_controller(settings))
@@ -217,5 +225,6 @@ def _start_elastic(settings: Settings, controller: Controller, stop: threading.E
         stop,
         registry=controller.metrics.registry,
         kube=controller.kube,
+        min_growth=settings.elastic_min_growth,
     )
     threading.Thread(target=loop.run, name="elastic", daemon=True).start()

@@ -154,6 +154,7 @@ class ElasticLoop:
         *,
         registry: CollectorRegistry | None = None,
         kube: Kube | None = None,
+        min_growth: float = 0.0,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         if period_seconds <= 0:
@@ -161,7 +162,9 @@ class ElasticLoop:
         self._kube = kube or Kube(api_client)
         self._period = period_seconds
         self._dry_run = dry_run
-        self._settings = ElasticSettings(gpu_resource=gpu_resource, max_step=max_step)
+        self._settings = ElasticSettings(
+            gpu_resource=gpu_resource, max_step=max_step, min_growth=min_growth
+        )
         self._is_leader = is_leader
         self._stop = stop
         self._now = now
@@ -175,6 +178,7 @@ class ElasticLoop:
                 "period": self._period,
                 "dry_run": self._dry_run,
                 "max_step": self._settings.max_step,
+                "min_growth": self._settings.min_growth,
                 "gpu_resource": self._settings.gpu_resource,
             },
         )

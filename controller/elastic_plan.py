@@ -12,13 +12,15 @@ applied to Volcano Jobs (docs/elastic.md):
   (GPU: only when that can free enough for the job, otherwise it waits; CPU: whatever can be freed,
   the job is scheduled optimistically);
 - idle capacity then goes one instance at a time to the least fulfilled task of a Running job whose
-  instance fits.
+  instance fits; with `min_growth` a task grows only when the round can add that share of its
+  replicas (or take it to its maximum), since every resize costs a restart of its workers.
 
 The function is pure and deterministic; the loop in `controller.elastic_loop` does the I/O.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -36,6 +38,7 @@ CPU: Final = "cpu"
 MEMORY: Final = "memory"
 DEFAULT_GPU_RESOURCE: Final = "nvidia.com/gpu"
 DEFAULT_MAX_STEP: Final = 1
+DEFAULT_MIN_GROWTH: Final = 0.0
 
 # Jobs whose missing pods the controller will (re)create: their spec replicas are what they hold.
 PLANNED_PHASES: Final = frozenset({"", JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING})
@@ -50,10 +53,16 @@ STARTED_POD_PHASES: Final = frozenset({"Running", "Succeeded"})
 class ElasticSettings:
     gpu_resource: str = DEFAULT_GPU_RESOURCE
     max_step: int = DEFAULT_MAX_STEP  # instances taken from one task per round when scaling down
+    # Resize cost awareness: a task grows only by at least this share of its replicas (or to its
+    # maximum). Elastic trainers restart on every resize (a rendezvous), so growing by one worker
+    # at a time can cost more than the worker brings. 0: every idle instance is handed out.
+    min_growth: float = DEFAULT_MIN_GROWTH
 
     def __post_init__(self) -> None:
         if self.max_step < 1:
             raise ValueError(f"max_step must be at least 1, got {self.max_step}")
+        if self.min_growth < 0 or math.isnan(self.min_growth):
+            raise ValueError(f"min_growth must not be negative, got {self.min_growth}")
         if not self.gpu_resource:
             raise ValueError("gpu_resource must not be empty")
 
@@ -516,7 +525,7 @@ def plan_elastic(
             )
 
     _make_room(blocked, units, free, minimum_part, extra_part, unplaced_part, classes, settings)
-    _fill_idle(units, free, classes)
+    _fill_idle(units, free, classes, settings.min_growth)
 
     return [
         ScaleDecision(
@@ -602,13 +611,45 @@ def _shortfall(available: Mapping[str, Decimal], dims: Iterable[str]) -> dict[st
     return {d: -available[d] for d in dims if available.get(d, Decimal(0)) < 0}
 
 
-def _fill_idle(units: Sequence[_Unit], free: dict[str, Decimal], classes: _Classes) -> None:
-    """Hand idle capacity out one instance at a time to the least fulfilled task that fits."""
+def growth_needed(replicas: int, high: int, min_growth: float) -> int:
+    """The fewest instances a task at `replicas` may grow by: `min_growth` of its replicas, at
+    least one, at most what takes it to its maximum `high`."""
+    return max(1, min(high - replicas, math.ceil(min_growth * replicas)))
+
+
+def _fill_idle(
+    units: Sequence[_Unit], free: dict[str, Decimal], classes: _Classes, min_growth: float
+) -> None:
+    """Hand idle capacity out one instance at a time to the least fulfilled task that fits.
+
+    When a task would grow by less than `growth_needed`, the last of those tasks in the hand-out
+    order is left out and the capacity handed out again, until every task that grows grows
+    enough: idle capacity that several tasks would share too thinly goes to fewer of them."""
     growing = [
         u
         for u in units
         if u.job.phase in SCALE_UP_PHASES and u.steps_down == 0 and u.replicas < u.high
     ]
+    start = {id(u): (u.replicas, u.reason) for u in growing}
+    free_before = dict(free)
+    while True:
+        _hand_out(growing, free, classes)
+        too_small = [
+            u
+            for u in growing
+            if 0 < u.replicas - start[id(u)][0] < growth_needed(start[id(u)][0], u.high, min_growth)
+        ]
+        if not too_small:
+            return
+        for unit in growing:
+            unit.replicas, unit.reason = start[id(unit)]
+        free.clear()
+        free.update(free_before)
+        dropped = max(too_small, key=_least_fulfilled_first)
+        growing = [u for u in growing if u is not dropped]
+
+
+def _hand_out(growing: Sequence[_Unit], free: dict[str, Decimal], classes: _Classes) -> None:
     while True:
         fitting = [
             u

@@ -7,6 +7,8 @@ what an exit means, as on a real node: Never ends the pod, OnFailure restarts fa
 Always (the Kubernetes default) restarts every exit. A pod being deleted has its containers killed
 (exit code 137), then is removed after its grace period, capped at ~0.5 s.
 
+A pod with `sim.vcjob.io/work` runs until its task's work is done instead (`work.py`).
+
 A pod controlled by a ReplicaSet, StatefulSet or DaemonSet and carrying none of those annotations is
 a long-running server (think nginx): it runs, Ready, until it is deleted.
 """
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from localcluster.simulator import work
 from shared.duration import parse_duration
 from shared.labels import SIM_EXIT_CODE_KEY, SIM_FAIL_AFTER_KEY, SIM_RUNTIME_KEY
 
@@ -31,7 +34,7 @@ KILLED_EXIT_CODE = 137
 
 #: Kinds (of group apps) whose pods serve until deleted unless an annotation scripts them.
 LONG_RUNNING_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "DaemonSet"})
-SCRIPT_KEYS = (SIM_RUNTIME_KEY, SIM_FAIL_AFTER_KEY, SIM_EXIT_CODE_KEY)
+SCRIPT_KEYS = (SIM_RUNTIME_KEY, SIM_FAIL_AFTER_KEY, SIM_EXIT_CODE_KEY, work.SIM_WORK_KEY)
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,11 @@ def script_for_pod(pod: Mapping[str, Any], default_runtime: timedelta) -> tuple[
     if runs_until_deleted(pod):
         return Script(None, 0), []
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return pod_script(annotations, default_runtime)
+    spec, problems = work.work_spec(annotations)
+    if spec is not None:
+        return Script(None, 0), problems  # runs until work.tick says its task's work is done
+    script, more = pod_script(annotations, default_runtime)
+    return script, problems + more
 
 
 def pod_script(

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from localcluster.simulator import kubelet, nodes, scheduling
+from localcluster.simulator import kubelet, nodes, scheduling, work
 from localcluster.simulator.client import (
     EVENTS,
     NODES,
@@ -102,6 +102,7 @@ class Simulator:
         self._assumed_bindings: dict[str, tuple[str, str, datetime]] = {}
         self._times: dict[str, kubelet.PodTimes] = {}
         self._scripts: dict[str, kubelet.Script] = {}
+        self._work: dict[work.TaskKey, work.Progress] = {}
         self._binding_subresource = True
         self._threads = [
             threading.Thread(target=self._loop, args=(self.schedule_once,), name="scheduler"),
@@ -350,7 +351,9 @@ class Simulator:
         now = self._now()
         node_cache = {str(n["metadata"]["name"]): n for n in self.nodes.snapshot()}
         seen: set[str] = set()
-        for pod in self.pods.snapshot():
+        pods = self.pods.snapshot()
+        self._work, work_done = work.tick(self._work, pods, now)
+        for pod in pods:
             metadata = pod.get("metadata") or {}
             node_name = (pod.get("spec") or {}).get("nodeName")
             if not node_name:
@@ -363,6 +366,8 @@ class Simulator:
             if node is None and not metadata.get("deletionTimestamp"):
                 continue  # no kubelet runs on a node that does not exist
             step = kubelet.next_step(pod, times, script, nodes.host_ip(node), now)
+            if step is None and uid in work_done:
+                step = kubelet.Step(kubelet.Action.FINISH, kubelet.finish_status(pod, 0, now))
             if step is not None:
                 self._carry_out(pod, uid, step, now)
         for uid in [u for u in self._times if u not in seen]:

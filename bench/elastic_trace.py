@@ -1,0 +1,280 @@
+"""What the elastic autoscaler buys: one trace replayed with it off and on.
+
+    .venv/bin/python bench/elastic_trace.py [--trace bench/traces/philly-60.json] [--period 1s]
+
+Each run starts a fresh local cluster (`vcjob local up`: API server, webhook, controller and the
+simulator with 4 nodes x 8 GPUs), submits the trace's jobs at their times and waits until all
+have completed. Rigid jobs run their scaled duration (`sim.vcjob.io/runtime`); elastic jobs train
+by work (`sim.vcjob.io/work`, localcluster/simulator/work.py): more workers finish sooner
+(n^0.9), every resize costs a 3 s rendezvous pause. Off, the
+controller runs with VCJOB_CONTROLLER_ELASTIC=false, so every job stays at its `replicas`.
+
+Prints one figure per line (bench/elastic_figures.py) and writes the record of both runs to
+docs/elastic-trace-run.json; `bench/elastic_plot.py --trace` draws docs/elastic-trace.png from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+# bench/controller.py is named like the `controller` package: keep this folder off the import path
+# and load the sibling modules by file.
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+
+
+def _sibling(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+figures_module = _sibling("elastic_figures")
+philly_trace = _sibling("philly_trace")
+TraceJob = philly_trace.TraceJob
+
+from localcluster.simulator.client import EVENTS, PODS, KubeClient, Resource  # noqa: E402
+from localcluster.testing import running_cluster  # noqa: E402
+
+JOBS = Resource("batch.volcano.sh", "v1alpha1", "jobs", namespaced=True)
+NAMESPACE = "default"
+NODES, GPUS_PER_NODE = 4, 8
+GPU = "nvidia.com/gpu"
+SAMPLE_PERIOD = 0.5
+RECORD = Path(__file__).resolve().parent.parent / "docs" / "elastic-trace-run.json"
+FINISHED = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
+#: A job Pending longer than this waits for GPUs; before, it may just be starting (the controller
+#: creates its pods, the scheduler binds them, the kubelet starts them 0.5 s later).
+START_GRACE = 3.0
+
+
+def job_body(job: TraceJob) -> dict[str, Any]:
+    """The trace job as a Volcano Job: one worker pod per GPU, training by work if elastic."""
+    gpus = job["gpus"]
+    script = (
+        {"sim.vcjob.io/work": str(job["work"])}
+        if job["elastic"]
+        else {"sim.vcjob.io/runtime": f"{job['seconds']}s"}
+    )
+    worker: dict[str, Any] = {
+        "name": "worker",
+        "replicas": gpus,
+        "minAvailable": gpus,
+        "template": {
+            "metadata": {"annotations": script},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "trainer",
+                        "image": "busybox",
+                        "resources": {
+                            "requests": {"cpu": "100m", "memory": "256Mi", GPU: "1"},
+                            "limits": {"cpu": "100m", "memory": "256Mi", GPU: "1"},
+                        },
+                    }
+                ],
+            },
+        },
+    }
+    if job["elastic"]:
+        worker["minReplicas"], worker["maxReplicas"] = gpus, job["max_replicas"]
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": job["name"], "namespace": NAMESPACE},
+        "spec": {"schedulerName": "volcano", "minAvailable": gpus, "tasks": [worker]},
+    }
+
+
+def _running_gpus(pods: list[dict[str, Any]]) -> int:
+    total = 0
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") != "Running":
+            continue
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            limits = (container.get("resources") or {}).get("limits") or {}
+            total += int(limits.get(GPU, 0))
+    return total
+
+
+class Replay:
+    """Submits the trace's jobs on time and samples the cluster every half second."""
+
+    def __init__(self, client: KubeClient, trace: list[TraceJob]) -> None:
+        self._client = client
+        self._trace = trace
+        self.start = time.monotonic()
+        self.jobs: dict[str, figures_module.JobRecord] = {}
+        self.samples: list[figures_module.Sample] = []
+        self._stop = threading.Event()
+
+    def now(self) -> float:
+        return round(time.monotonic() - self.start, 2)
+
+    def submit_all(self) -> None:
+        for job in self._trace:
+            delay = job["submit"] - (time.monotonic() - self.start)
+            if delay > 0 and self._stop.wait(delay):
+                return
+            self._client.create(JOBS, job_body(job), NAMESPACE)
+            self.jobs[job["name"]] = {"submit": self.now(), "finish": None}
+
+    def sample(self) -> bool:
+        """One sample; True once every job of the trace has finished."""
+        t = self.now()
+        jobs = self._client.list(JOBS, NAMESPACE)["items"]
+        pods = self._client.list(PODS, NAMESPACE)["items"]
+        phases = {
+            job["metadata"]["name"]: ((job.get("status") or {}).get("state") or {}).get("phase")
+            for job in jobs
+        }
+        waiting = 0
+        for name, record in list(self.jobs.items()):
+            phase = phases.get(name)
+            if phase in FINISHED and record["finish"] is None:
+                record["finish"] = t
+            if phase in (None, "Pending") and t - record["submit"] > START_GRACE:
+                waiting += 1
+        self.samples.append({"t": t, "gpus_in_use": _running_gpus(pods), "waiting": waiting})
+        done = sum(record["finish"] is not None for record in self.jobs.values())
+        return done == len(self._trace)
+
+    def run(self, timeout: float) -> None:
+        submitter = threading.Thread(target=self.submit_all, name="submitter", daemon=True)
+        submitter.start()
+        deadline = time.monotonic() + timeout
+        try:
+            while not self.sample():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the trace did not finish in {timeout:.0f} s")
+                time.sleep(SAMPLE_PERIOD)
+        finally:
+            self._stop.set()
+            submitter.join(5)
+
+    def resizes(self) -> int:
+        events = self._client.list(EVENTS, NAMESPACE)["items"]
+        return sum(
+            int(event.get("count") or 1)
+            for event in events
+            if event.get("reason") == "Scaled"
+            and (event.get("source") or {}).get("component") == "vcjob-elastic"
+        )
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """The controller that `vcjob local up` starts reads its flags from VCJOB_CONTROLLER_*."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def replay(
+    trace: list[TraceJob],
+    elastic: bool,
+    period: str,
+    max_step: int,
+    min_growth: float,
+    timeout: float,
+) -> figures_module.Run:
+    env = {
+        "VCJOB_CONTROLLER_ELASTIC": "true" if elastic else "false",
+        "VCJOB_CONTROLLER_ELASTIC_MAX_STEP": str(max_step),
+        "VCJOB_CONTROLLER_ELASTIC_MIN_GROWTH": str(min_growth),
+    }
+    with (
+        _environment(env),
+        tempfile.TemporaryDirectory() as tmp,
+        running_cluster(
+            Path(tmp) / "cluster",
+            simulator=True,
+            webhook=True,
+            controller=True,
+            nodes=NODES,
+            node_gpu=GPUS_PER_NODE,
+            pod_runtime="10m",
+            extra_args=["--elastic-period", period],
+        ) as cluster,
+    ):
+        client = cluster.rest_client()
+        recorder = Replay(client, trace)
+        recorder.run(timeout)
+        return {
+            "gpus": NODES * GPUS_PER_NODE,
+            "jobs": recorder.jobs,
+            "samples": recorder.samples,
+            "resizes": recorder.resizes(),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", type=Path, default=philly_trace.TRACE)
+    parser.add_argument("--period", default="1s", help="the autoscaler's round period")
+    parser.add_argument("--max-step", type=int, default=1, help="--elastic-max-step")
+    parser.add_argument("--min-growth", type=float, default=0.0, help="--elastic-min-growth")
+    parser.add_argument(
+        "--off-from",
+        type=Path,
+        help="take the autoscaler-off run from this earlier record instead of replaying it "
+        "(it does not depend on the autoscaler's settings; saves half the time when tuning)",
+    )
+    parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per run")
+    parser.add_argument("--record", type=Path, default=RECORD)
+    args = parser.parse_args()
+    trace: list[TraceJob] = json.loads(args.trace.read_text())
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    if args.off_from is not None:
+        off = json.loads(args.off_from.read_text())["off"]
+    else:
+        off = replay(trace, False, args.period, args.max_step, args.min_growth, args.timeout)
+    on = replay(trace, True, args.period, args.max_step, args.min_growth, args.timeout)
+    for label, value in figures_module.figures(on, off):
+        print(f"{label}: {value}")
+    args.record.write_text(
+        json.dumps(
+            {
+                "trace": args.trace.name,
+                "date": started,
+                "period": args.period,
+                "max_step": args.max_step,
+                "min_growth": args.min_growth,
+                "off_from": args.off_from.name if args.off_from else None,
+                "on": on,
+                "off": off,
+            },
+            indent=None,
+        )
+        + "\n"
+    )
+    print(f"wrote {args.record}")
+
+
+if __name__ == "__main__":
+    main()
