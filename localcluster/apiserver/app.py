@@ -15,6 +15,7 @@ from localcluster.apiserver import discovery, errors, protobuf, tables
 from localcluster.apiserver.faults import FaultInjector
 from localcluster.apiserver.registry import UNSUPPORTED_SUBRESOURCES, Registry, ResourceType
 from localcluster.apiserver.rest import Api, ApiRequest, Response
+from localcluster.apiserver.security import RequestContext, Security
 from localcluster.apiserver.watch import WatchOptions, WatchStream
 
 log = logging.getLogger(__name__)
@@ -56,8 +57,10 @@ class Application:
         api: Api,
         faults: FaultInjector | None = None,
         watch_options: WatchOptions | None = None,
+        security: Security | None = None,
     ) -> None:
         self.api = api
+        self.security = security
         self.registry: Registry = api.registry
         self.faults = faults or FaultInjector()
         self.watch_options = watch_options or WatchOptions()
@@ -78,14 +81,21 @@ class Application:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        raw_headers = [
+            (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]
+        ]
+        headers = dict(raw_headers)
         path: str = scope["path"]
         query = dict(
             parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         )
         method: str = scope["method"]
+        context = Security.context(method, path, query)
+        send = self._audited(context, send)
         try:
-            await self._dispatch(method, path, query, headers, body, receive, send)
+            if self.security is not None:
+                self.security.admit(context, raw_headers)
+            await self._dispatch(method, path, query, headers, body, receive, send, context)
         except errors.StatusError as exc:
             await self._send_json(send, exc.code, exc.to_status())
         except Exception as exc:
@@ -93,6 +103,18 @@ class Application:
             await self._send_json(
                 send, 500, errors.internal(f"Internal error occurred: {exc}").to_status()
             )
+
+    def _audited(self, context: RequestContext, send: Send) -> Send:
+        security = self.security
+        if security is None or security.audit is None:
+            return send
+
+        async def audited(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                security.record(context, int(message["status"]))
+            await send(message)
+
+        return audited
 
     async def _send_json(
         self,
@@ -127,6 +149,7 @@ class Application:
         body: bytes,
         receive: Receive,
         send: Send,
+        context: RequestContext,
     ) -> None:
         if path.startswith(HEALTH_PATHS):
             await self._send_text(send, 200, "ok")
@@ -151,12 +174,9 @@ class Application:
                 )
             await self._send_json(send, 200, discovery_doc)
             return
-        if (
-            segments[:3] == ["apis", "authorization.k8s.io", "v1"]
-            and len(segments) == 4
-            and method == "POST"
-        ):
-            await self._access_review(segments[3], body, send)
+        answered = self.security.answer(context, body) if self.security is not None else None
+        if answered is not None:
+            await self._send_json(send, 201, answered)
             return
         route = self._route(segments)
         write = method in ("POST", "PUT", "PATCH", "DELETE")
@@ -179,6 +199,8 @@ class Application:
             body,
             headers.get("content-type", "application/json"),
         )
+        if context.user.name:
+            request.username = context.user.name
         accept = headers.get("accept", "")
         if watching:
             if route.name is not None:
@@ -391,28 +413,3 @@ class Application:
             cached = _encode(doc)
             self._openapi_cache[key] = cached
         await self._send_json(send, 200, None, raw=cached)
-
-    async def _access_review(self, plural: str, body: bytes, send: Send) -> None:
-        if plural not in (
-            "selfsubjectaccessreviews",
-            "subjectaccessreviews",
-            "selfsubjectrulesreviews",
-        ):
-            raise errors.StatusError(404, "NotFound", NOT_FOUND_MESSAGE)
-        try:
-            review = json.loads(body or b"{}")
-        except ValueError as exc:
-            raise errors.bad_request(f"invalid review: {exc}") from exc
-        if plural == "selfsubjectrulesreviews":
-            review["status"] = {
-                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                "incomplete": False,
-            }
-        else:
-            review["status"] = {
-                "allowed": True,
-                "reason": "the local API server authorizes every request",
-            }
-        review.setdefault("metadata", {})
-        await self._send_json(send, 201, review)
