@@ -443,6 +443,7 @@ class LocalControlPlane:
             argv += ["--fault-rate", str(options.fault_rate)]
         if options.audit_log is not None:
             argv += ["--audit-log", str(options.audit_log)]
+        argv += ["--pods-dir", str(options.dir / PODS_DIR)]
         child = self._spawn("apiserver", argv, restart=False, port=options.port)
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while not options.kubeconfig.exists():

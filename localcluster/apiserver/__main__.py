@@ -62,6 +62,12 @@ class _JsonFormatter(logging.Formatter):
     help="Append one JSON line per request (user, verb, resource, namespace, name, code).",
 )
 @click.option(
+    "--pods-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The simulated kubelet's pod folders, for `kubectl logs` of pods that really run.",
+)
+@click.option(
     "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
 )
 def main(
@@ -71,6 +77,7 @@ def main(
     fault_rate: float | None,
     fault_seed: int | None,
     audit_log: Path | None,
+    pods_dir: Path | None,
     log_format: str,
 ) -> None:
     """Serve the Kubernetes API over HTTPS on 127.0.0.1 and write DIR/kubeconfig once ready.
@@ -95,6 +102,7 @@ def main(
         fault_rate=rate,
         fault_seed=fault_seed,
         audit_log=audit_log,
+        pods_dir=pods_dir,
     )
     try:
         server = APIServer(config)

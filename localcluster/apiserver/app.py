@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
-from localcluster.apiserver import discovery, errors, protobuf, tables
+from localcluster.apiserver import discovery, errors, podlogs, protobuf, tables
 from localcluster.apiserver.faults import FaultInjector
 from localcluster.apiserver.registry import UNSUPPORTED_SUBRESOURCES, Registry, ResourceType
 from localcluster.apiserver.rest import Api, ApiRequest, Response
@@ -61,6 +61,7 @@ class Application:
     ) -> None:
         self.api = api
         self.security = security
+        self.pod_logs: podlogs.PodLogs | None = None
         self.registry: Registry = api.registry
         self.faults = faults or FaultInjector()
         self.watch_options = watch_options or WatchOptions()
@@ -173,6 +174,9 @@ class Application:
                     "the server does not allow this method on the requested resource"
                 )
             await self._send_json(send, 200, discovery_doc)
+            return
+        if self.pod_logs is not None and podlogs.is_log_request(context.attrs):
+            await self.pod_logs.serve(context.attrs, query, receive, send)
             return
         answered = self.security.answer(context, body) if self.security is not None else None
         if answered is not None:

@@ -74,3 +74,62 @@ CLUSTER_ROLE_BINDINGS = [
     _binding("system:public-info-viewer", "system:authenticated", "system:unauthenticated"),
     _binding("system:basic-user", "system:authenticated"),
 ]
+
+
+KUBERNETES_SERVICE_IP = "10.96.0.1"  # recorded only: pods reach the API server on loopback
+
+
+def kubernetes_service(port: int) -> dict[str, Any]:
+    """The `kubernetes` Service in `default`, as kube-apiserver maintains it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "kubernetes",
+            "namespace": "default",
+            "labels": {"component": "apiserver", "provider": "kubernetes"},
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "clusterIP": KUBERNETES_SERVICE_IP,
+            "clusterIPs": [KUBERNETES_SERVICE_IP],
+            "ipFamilies": ["IPv4"],
+            "ipFamilyPolicy": "SingleStack",
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+            "sessionAffinity": "None",
+        },
+        "status": {"loadBalancer": {}},
+    }
+
+
+def kubernetes_endpoints(host: str, port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {
+            "name": "kubernetes",
+            "namespace": "default",
+            "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"},
+        },
+        "subsets": [
+            {
+                "addresses": [{"ip": host}],
+                "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+            }
+        ],
+    }
+
+
+def kubernetes_endpoint_slice(host: str, port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "kubernetes",
+            "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "kubernetes"},
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [host], "conditions": {"ready": True}}],
+        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    }

@@ -26,6 +26,7 @@ from localcluster.apiserver import bootstrap, tokens
 from localcluster.apiserver.app import Application
 from localcluster.apiserver.audit import AuditLog
 from localcluster.apiserver.faults import FaultInjector
+from localcluster.apiserver.podlogs import PodLogs
 from localcluster.apiserver.registry import NAMESPACE_TYPE, Registry
 from localcluster.apiserver.rest import Api
 from localcluster.apiserver.security import Security
@@ -64,6 +65,8 @@ class APIServerConfig:
     hang_seconds: float = 35.0
     write_kubeconfig: bool = True
     audit_log: Path | None = None
+    # Where the simulated kubelet keeps the logs of pods that really run (`kubectl logs`).
+    pods_dir: Path | None = None
     admin_token: str = DEFAULT_TOKEN
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -127,6 +130,7 @@ class APIServer:
         self.app = Application(
             self.api, faults, WatchOptions(config.bookmark_interval), self.security
         )
+        self.app.pod_logs = PodLogs(self.store, config.pods_dir)
         self._socket = self._bind()
         self.port: int = self._socket.getsockname()[1]
         self._server: uvicorn.Server | None = None
@@ -134,6 +138,7 @@ class APIServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ensure_namespaces()
         self._ensure_bootstrap_policy()
+        self._ensure_kubernetes_service()
 
     @staticmethod
     def _certificates(pki: Path) -> bytes:
@@ -208,6 +213,29 @@ class APIServer:
                 obj["metadata"]["uid"] = random_uid()
                 obj["metadata"]["creationTimestamp"] = now_rfc3339()
                 self.store.put(key, obj, "ADDED")
+
+    def _ensure_kubernetes_service(self) -> None:
+        """The `kubernetes` Service in `default` and its endpoints: this server's address (the
+        port may differ from the last run, so the endpoints are rewritten)."""
+        host, port = self.config.host, self.port
+        for key, obj, overwrite in (
+            (("", "services"), bootstrap.kubernetes_service(port), False),
+            (("", "endpoints"), bootstrap.kubernetes_endpoints(host, port), True),
+            (
+                ("discovery.k8s.io", "endpointslices"),
+                bootstrap.kubernetes_endpoint_slice(host, port),
+                True,
+            ),
+        ):
+            old = self.store.get(key, "default", "kubernetes")
+            if old is not None and not overwrite:
+                continue
+            metadata = obj["metadata"]
+            metadata["uid"] = old["metadata"]["uid"] if old else random_uid()
+            metadata["creationTimestamp"] = (
+                old["metadata"]["creationTimestamp"] if old else now_rfc3339()
+            )
+            self.store.put(key, obj, "MODIFIED" if old else "ADDED")
 
     def _uvicorn_server(self) -> uvicorn.Server:
         config = uvicorn.Config(
