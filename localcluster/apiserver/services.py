@@ -1,6 +1,7 @@
 """Where the API server sends a call to a Service (webhooks): a ready endpoint of the Service,
-at the target port; a Service without a selector or Endpoints is taken to listen on this machine
-at its own port (a webhook run by hand beside the local cluster)."""
+at the target port. A Service that no pod backs (no selector, no Endpoints, or Endpoints without
+any address) is taken to listen on this machine at its own port: a webhook run by hand beside
+the local cluster."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ def resolve(
         return LOCAL_HOST, port
     if service_port is None:
         raise NoEndpointsError(f'service "{name}" has no port {port}')
+    subsets = endpoints.get("subsets") or []
+    if not any(s.get("addresses") or s.get("notReadyAddresses") for s in subsets):
+        # No pod backs the Service: a webhook run by hand beside the cluster may.
+        return LOCAL_HOST, port
     port_name = str(service_port.get("name") or "")
     for subset in endpoints.get("subsets") or []:
         addresses = subset.get("addresses") or []
