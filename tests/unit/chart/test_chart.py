@@ -406,7 +406,7 @@ def test_webhook_rbac_names_its_secret_and_configurations() -> None:
     ]
     for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
         assert by_resource[resource]["verbs"] == ["get", "patch"]
-    assert by_resource["queues"]["verbs"] == ["get", "list", "watch"]
+    assert by_resource["queues"]["verbs"] == ["list", "watch"]
     binding = one(docs, "RoleBinding", "vcjob-webhook")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "vcjob-webhook", "namespace": NAMESPACE}
