@@ -1,7 +1,8 @@
 """A container's last step before its command: in the container's own mount namespace (private
 propagation), bind its volumes at their mount paths, then exec the command in its working dir.
 
-`python -m localcluster.simulator.launch [--mount SRC=DST[:ro]]… [--workdir DIR] -- ARGV…`
+`python -m localcluster.simulator.launch [--mount SRC=DST[:ro]]… [--workdir DIR] [--hostname H]
+-- ARGV…`
 
 Every source is opened before anything is mounted, so a volume mounted over a directory (say
 `/tmp`) never hides the source of a later one.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +69,7 @@ def apply_mounts(mounts: list[Mount]) -> None:
 def main(argv: list[str]) -> None:
     mounts: list[Mount] = []
     workdir = ""
+    hostname = ""
     index = 0
     while index < len(argv) and argv[index] != "--":
         flag = argv[index]
@@ -75,6 +78,8 @@ def main(argv: list[str]) -> None:
             mounts.append(parse_mount(value))
         elif flag == "--workdir":
             workdir = value
+        elif flag == "--hostname":
+            hostname = value
         else:
             raise SystemExit(f"launch: unknown flag {flag}")
         index += 2
@@ -82,6 +87,8 @@ def main(argv: list[str]) -> None:
     if not command:
         raise SystemExit("launch: no command after --")
     apply_mounts(mounts)
+    if hostname:
+        socket.sethostname(hostname)  # in the container's own UTS namespace
     if workdir:
         Path(workdir).mkdir(parents=True, exist_ok=True)
         os.chdir(workdir)

@@ -291,8 +291,9 @@ class PodWorker:
         workdir = str(run.spec.get("workingDir") or "")
         command = [
             "nsenter", f"--net={self.sandbox.netns}", "--",
-            "unshare", "--mount", "--propagation", "private", "--",
+            "unshare", "--mount", "--uts", "--propagation", "private", "--",
             sys.executable, "-m", "localcluster.simulator.launch",
+            "--hostname", self.pod_name[:63],
             *self._mounts(run.spec),
             *(["--workdir", workdir] if workdir else []),
             "--", *argv,
