@@ -214,6 +214,10 @@ class Applier:
         try:
             created = self._kube.create(resource_for_kind(kind), ns, obj)
         except AlreadyExistsError:
+            if kind == "Secret":
+                # Secrets are not watched (the controller may not read them): the one that
+                # exists is taken as created, to be deleted by name when the job finishes.
+                self._cache.store_written(kind, obj)
             return None  # deterministic names: somebody (maybe we, before a restart) made it
         except KubeError as exc:
             self._recorder.record(

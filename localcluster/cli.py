@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from localcluster.simulator.images import parse_image_mapping
 from localcluster.simulator.logconfig import LOG_FORMATS, configure_logging
 from localcluster.simulator.nodes import NodeShape
 from localcluster.up import DEFAULT_CRDS_DIR, KUBECONFIG_FILE, LocalControlPlane, UpOptions
@@ -25,6 +26,17 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> str:
 def _quantity(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if quantity.try_parse(value) is None:
         raise click.BadParameter(f'"{value}" is not a resource quantity (such as 8, 500m, 32Gi)')
+    return value
+
+
+def _run_image(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    for mapping in value:
+        try:
+            parse_image_mapping(mapping)
+        except ValueError as err:
+            raise click.BadParameter(str(err)) from err
     return value
 
 
@@ -125,6 +137,27 @@ def local_group() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder of CustomResourceDefinition YAML files to apply.",
 )
+@click.option(
+    "--bare",
+    is_flag=True,
+    help="A fresh cluster for `helm install`: the API server, nodes, built-in controllers and the "
+    "simulator (with its process runtime) only; no CRDs, vcjob-system, Queue, webhook or "
+    "controller.",
+)
+@click.option(
+    "--audit-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append one JSON line per API request (user, verb, resource, namespace, name, code).",
+)
+@click.option(
+    "--run-image",
+    "run_images",
+    multiple=True,
+    metavar="REPOSITORY=COMMAND",
+    callback=_run_image,
+    help="Run pods whose image is REPOSITORY as real processes, COMMAND being the image's "
+    "entrypoint (repeatable). The chart's image always maps to this installation's `vcjob`.",
+)
 def up_command(
     port: int,
     directory: Path,
@@ -141,6 +174,9 @@ def up_command(
     elastic_period: str,
     log_format: str,
     crds_dir: Path,
+    bare: bool,
+    audit_log: Path | None,
+    run_images: tuple[str, ...],
 ) -> None:
     """Start the local control plane in the foreground; Ctrl-C or SIGTERM stops it.
 
@@ -162,6 +198,9 @@ def up_command(
         elastic_period=elastic_period,
         log_format=log_format,
         crds_dir=crds_dir,
+        bare=bare,
+        audit_log=audit_log,
+        run_images=run_images,
     )
     sys.exit(LocalControlPlane(options).run())
 

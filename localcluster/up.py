@@ -58,6 +58,7 @@ log = logging.getLogger("localcluster.up")
 KUBECONFIG_FILE = "kubeconfig"
 STATE_FILE = "local.json"
 LOG_DIR = "logs"
+PODS_DIR = "pods"  # the simulated kubelet's pod directories (volumes, logs)
 WEBHOOK_DIR = "webhook"
 DEFAULT_CRDS_DIR = PROJECT_ROOT / "charts" / "vcjob" / "files" / "crds"
 NAMESPACES_TO_CREATE = ("default", "kube-system", "vcjob-system")
@@ -114,6 +115,11 @@ class UpOptions:
     elastic_period: str = "30s"
     log_format: str = "json"
     crds_dir: Path = DEFAULT_CRDS_DIR
+    # A fresh cluster for `helm install`: no CRDs, vcjob-system, Queue, webhook or controller.
+    bare: bool = False
+    audit_log: Path | None = None
+    # REPOSITORY=COMMAND: pods of that image run as real processes (see simulator/images.py).
+    run_images: tuple[str, ...] = ()
 
     @property
     def kubeconfig(self) -> Path:
@@ -337,16 +343,17 @@ class LocalControlPlane:
         self._echo(
             f"API server ready at {client.server}; kubeconfig: {options.kubeconfig.resolve()}"
         )
-        self._apply_crds(client)
-        self._create_namespaces(client)
-        self._create_default_queue(client)
+        if not options.bare:
+            self._apply_crds(client)
+            self._create_namespaces(client)
+            self._create_default_queue(client)
         self._register_nodes(client)
         self._start_controllers()
-        if options.webhook:
+        if options.webhook and not options.bare:
             self._start_webhook(client)
-        else:
+        elif not options.bare:
             self._remove_webhook_configurations(client)
-        if options.controller:
+        if options.controller and not options.bare:
             self._start_controller()
         if options.simulator:
             self._start_simulator()
@@ -428,6 +435,9 @@ class LocalControlPlane:
             argv += ["--data-dir", str(options.data_dir)]
         if options.fault_rate:
             argv += ["--fault-rate", str(options.fault_rate)]
+        if options.audit_log is not None:
+            argv += ["--audit-log", str(options.audit_log)]
+        argv += ["--pods-dir", str(options.dir / PODS_DIR)]
         child = self._spawn("apiserver", argv, restart=False, port=options.port)
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while not options.kubeconfig.exists():
@@ -632,7 +642,10 @@ class LocalControlPlane:
             "--kubeconfig", str(options.kubeconfig),
             "--pod-runtime", options.pod_runtime,
             "--log-format", options.log_format,
+            "--pods-dir", str(options.dir / PODS_DIR),
         ]  # fmt: skip
+        for mapping in options.run_images:
+            argv += ["--run-image", mapping]
         self._spawn("simulator", argv, restart=True)
 
     # helpers

@@ -17,6 +17,8 @@ field selectors, paging, finalizers and graceful deletion, Table output for `kub
 dry-run, field validation, admission webhooks and CRD schemas (via `admission.py` and
 `crdschema.py`), SQLite persistence with `--data-dir`, and fault injection with `--fault-rate`.
 
-Authentication and authorization are not enforced: any bearer token (or none) is accepted and
-every request is allowed; self-subject access reviews answer `allowed: true`.
+Authentication and authorization as kube-apiserver does them (`security.py`): the kubeconfig's
+token is the admin (`system:masters`), ServiceAccount tokens from TokenRequest are authorized by
+RBAC with kube's 403 wording, impersonation headers and access reviews work, and `--audit-log`
+writes one JSON line per request.
 """

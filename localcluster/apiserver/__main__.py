@@ -56,6 +56,18 @@ class _JsonFormatter(logging.Formatter):
 )
 @click.option("--fault-seed", type=int, default=None, help="Seed for reproducible fault injection.")
 @click.option(
+    "--audit-log",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Append one JSON line per request (user, verb, resource, namespace, name, code).",
+)
+@click.option(
+    "--pods-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The simulated kubelet's pod folders, for `kubectl logs` of pods that really run.",
+)
+@click.option(
     "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
 )
 def main(
@@ -64,11 +76,14 @@ def main(
     data_dir: Path | None,
     fault_rate: float | None,
     fault_seed: int | None,
+    audit_log: Path | None,
+    pods_dir: Path | None,
     log_format: str,
 ) -> None:
     """Serve the Kubernetes API over HTTPS on 127.0.0.1 and write DIR/kubeconfig once ready.
 
-    Any bearer token is accepted and every request is authorized.
+    The kubeconfig's user is the admin (system:masters); ServiceAccount tokens are authorized
+    by RBAC.
     """
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
@@ -86,6 +101,8 @@ def main(
         data_dir=data_dir,
         fault_rate=rate,
         fault_seed=fault_seed,
+        audit_log=audit_log,
+        pods_dir=pods_dir,
     )
     try:
         server = APIServer(config)

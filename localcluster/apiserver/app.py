@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
-from localcluster.apiserver import discovery, errors, protobuf, tables
+from localcluster.apiserver import discovery, errors, podlogs, protobuf, tables
 from localcluster.apiserver.faults import FaultInjector
 from localcluster.apiserver.registry import UNSUPPORTED_SUBRESOURCES, Registry, ResourceType
 from localcluster.apiserver.rest import Api, ApiRequest, Response
+from localcluster.apiserver.security import RequestContext, Security
 from localcluster.apiserver.watch import WatchOptions, WatchStream
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,11 @@ class Application:
         api: Api,
         faults: FaultInjector | None = None,
         watch_options: WatchOptions | None = None,
+        security: Security | None = None,
     ) -> None:
         self.api = api
+        self.security = security
+        self.pod_logs: podlogs.PodLogs | None = None
         self.registry: Registry = api.registry
         self.faults = faults or FaultInjector()
         self.watch_options = watch_options or WatchOptions()
@@ -79,14 +83,21 @@ class Application:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        raw_headers = [
+            (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]
+        ]
+        headers = dict(raw_headers)
         path: str = scope["path"]
         query = dict(
             parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         )
         method: str = scope["method"]
+        context = Security.context(method, path, query)
+        send = self._audited(context, send)
         try:
-            await self._dispatch(method, path, query, headers, body, receive, send)
+            if self.security is not None:
+                self.security.admit(context, raw_headers)
+            await self._dispatch(method, path, query, headers, body, receive, send, context)
         except errors.StatusError as exc:
             await self._send_json(send, exc.code, exc.to_status())
         except Exception as exc:
@@ -94,6 +105,18 @@ class Application:
             await self._send_json(
                 send, 500, errors.internal(f"Internal error occurred: {exc}").to_status()
             )
+
+    def _audited(self, context: RequestContext, send: Send) -> Send:
+        security = self.security
+        if security is None or security.audit is None:
+            return send
+
+        async def audited(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                security.record(context, int(message["status"]))
+            await send(message)
+
+        return audited
 
     async def _send_json(
         self,
@@ -128,6 +151,7 @@ class Application:
         body: bytes,
         receive: Receive,
         send: Send,
+        context: RequestContext,
     ) -> None:
         if path.startswith(HEALTH_PATHS):
             await self._send_text(send, 200, "ok")
@@ -152,12 +176,12 @@ class Application:
                 )
             await self._send_json(send, 200, discovery_doc)
             return
-        if (
-            segments[:3] == ["apis", "authorization.k8s.io", "v1"]
-            and len(segments) == 4
-            and method == "POST"
-        ):
-            await self._access_review(segments[3], body, send)
+        if self.pod_logs is not None and podlogs.is_log_request(context.attrs):
+            await self.pod_logs.serve(context.attrs, query, receive, send)
+            return
+        answered = self.security.answer(context, body) if self.security is not None else None
+        if answered is not None:
+            await self._send_json(send, 201, answered)
             return
         route = self._route(segments)
         write = method in ("POST", "PUT", "PATCH", "DELETE")
@@ -180,6 +204,8 @@ class Application:
             body,
             headers.get("content-type", "application/json"),
         )
+        if context.user.name:
+            request.username = context.user.name
         accept = headers.get("accept", "")
         if watching:
             if route.name is not None:
@@ -392,28 +418,3 @@ class Application:
             cached = _encode(doc)
             self._openapi_cache[key] = cached
         await self._send_json(send, 200, None, raw=cached)
-
-    async def _access_review(self, plural: str, body: bytes, send: Send) -> None:
-        if plural not in (
-            "selfsubjectaccessreviews",
-            "subjectaccessreviews",
-            "selfsubjectrulesreviews",
-        ):
-            raise errors.StatusError(404, "NotFound", NOT_FOUND_MESSAGE)
-        try:
-            review = json.loads(body or b"{}")
-        except ValueError as exc:
-            raise errors.bad_request(f"invalid review: {exc}") from exc
-        if plural == "selfsubjectrulesreviews":
-            review["status"] = {
-                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                "incomplete": False,
-            }
-        else:
-            review["status"] = {
-                "allowed": True,
-                "reason": "the local API server authorizes every request",
-            }
-        review.setdefault("metadata", {})
-        await self._send_json(send, 201, review)

@@ -102,6 +102,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _t("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",)),
     _t("", "v1", "nodes", "Node", False, ("no",), sub=("status",), preserve_status=True),
     _t("", "v1", "endpoints", "Endpoints", short=("ep",), singular="endpoints"),
+    _t("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
     _t(
         "apps",
         "v1",

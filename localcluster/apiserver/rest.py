@@ -25,6 +25,7 @@ from localcluster.apiserver import (
     patches,
     protobuf,
     scale,
+    services,
     strict,
     validation,
 )
@@ -129,11 +130,11 @@ class Api:
         )
 
     async def _webhook_service(self, namespace: str, name: str, port: int) -> tuple[str, int]:
-        """A webhook's Service must exist; nothing runs in pods, so it listens on this machine
-        at the Service's port."""
-        if self.store.get(("", "services"), namespace, name) is None:
+        """A webhook's Service must exist; see `services.resolve` for where it is reached."""
+        service = self.store.get(("", "services"), namespace, name)
+        if service is None:
             raise errors.not_found("services", name)
-        return "127.0.0.1", port
+        return services.resolve(service, self.store.get(("", "endpoints"), namespace, name), port)
 
     async def _webhook_configurations(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         group = "admissionregistration.k8s.io"

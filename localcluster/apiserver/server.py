@@ -1,7 +1,7 @@
 """Run the API server: TLS with its own CA, uvicorn on a private event loop thread, kubeconfig.
 
-Authentication and authorization are not enforced: any bearer token (or none) is accepted and
-every request is allowed, as befits a single-user development cluster.
+The kubeconfig's token is the admin (`system:masters`); ServiceAccount tokens are authorized by
+RBAC (see `security.py`), and `--audit-log` records every request.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
 import datetime as dt
 import logging
 import socket
@@ -21,10 +22,14 @@ from typing import Any
 import uvicorn
 import yaml
 
+from localcluster.apiserver import bootstrap, tokens
 from localcluster.apiserver.app import Application
+from localcluster.apiserver.audit import AuditLog
 from localcluster.apiserver.faults import FaultInjector
+from localcluster.apiserver.podlogs import PodLogs
 from localcluster.apiserver.registry import NAMESPACE_TYPE, Registry
 from localcluster.apiserver.rest import Api
+from localcluster.apiserver.security import Security
 from localcluster.apiserver.storage import DEFAULT_HISTORY, Store
 from localcluster.apiserver.validation import now_rfc3339, random_uid
 from localcluster.apiserver.watch import WatchOptions
@@ -42,7 +47,8 @@ SERVING_HOSTS = [
     "kubernetes.default",
     "kubernetes",
 ]
-DEFAULT_TOKEN = "vcjob-local-token"  # noqa: S105 - any token is accepted; this one is cosmetic
+# The admin's token: the API server listens on loopback only, for one developer.
+DEFAULT_TOKEN = "vcjob-local-token"  # noqa: S105
 BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -58,6 +64,10 @@ class APIServerConfig:
     bookmark_interval: float = 10.0
     hang_seconds: float = 35.0
     write_kubeconfig: bool = True
+    audit_log: Path | None = None
+    # Where the simulated kubelet keeps the logs of pods that really run (`kubectl logs`).
+    pods_dir: Path | None = None
+    admin_token: str = DEFAULT_TOKEN
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -114,13 +124,21 @@ class APIServer:
         self.api = Api(self.registry, self.store)
         self.api.load_crds()
         faults = FaultInjector(config.fault_rate, config.fault_seed, config.hang_seconds)
-        self.app = Application(self.api, faults, WatchOptions(config.bookmark_interval))
+        self.audit = AuditLog(Path(config.audit_log)) if config.audit_log else None
+        self.token_issuer = tokens.TokenIssuer(tokens.load_or_create_key(pki))
+        self.security = Security(self.store, self.token_issuer, config.admin_token, self.audit)
+        self.app = Application(
+            self.api, faults, WatchOptions(config.bookmark_interval), self.security
+        )
+        self.app.pod_logs = PodLogs(self.store, config.pods_dir)
         self._socket = self._bind()
         self.port: int = self._socket.getsockname()[1]
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ensure_namespaces()
+        self._ensure_bootstrap_policy()
+        self._ensure_kubernetes_service()
 
     @staticmethod
     def _certificates(pki: Path) -> bytes:
@@ -180,6 +198,44 @@ class APIServer:
                     },
                     "ADDED",
                 )
+
+    def _ensure_bootstrap_policy(self) -> None:
+        """Create the bootstrap ClusterRoles and bindings that are missing (kept if edited)."""
+        for plural, objects in (
+            ("clusterroles", bootstrap.CLUSTER_ROLES),
+            ("clusterrolebindings", bootstrap.CLUSTER_ROLE_BINDINGS),
+        ):
+            key = (bootstrap.RBAC_API.split("/")[0], plural)
+            for template in objects:
+                if self.store.get(key, "", template["metadata"]["name"]) is not None:
+                    continue
+                obj = copy.deepcopy(template)
+                obj["metadata"]["uid"] = random_uid()
+                obj["metadata"]["creationTimestamp"] = now_rfc3339()
+                self.store.put(key, obj, "ADDED")
+
+    def _ensure_kubernetes_service(self) -> None:
+        """The `kubernetes` Service in `default` and its endpoints: this server's address (the
+        port may differ from the last run, so the endpoints are rewritten)."""
+        host, port = self.config.host, self.port
+        for key, obj, overwrite in (
+            (("", "services"), bootstrap.kubernetes_service(port), False),
+            (("", "endpoints"), bootstrap.kubernetes_endpoints(host, port), True),
+            (
+                ("discovery.k8s.io", "endpointslices"),
+                bootstrap.kubernetes_endpoint_slice(host, port),
+                True,
+            ),
+        ):
+            old = self.store.get(key, "default", "kubernetes")
+            if old is not None and not overwrite:
+                continue
+            metadata = obj["metadata"]
+            metadata["uid"] = old["metadata"]["uid"] if old else random_uid()
+            metadata["creationTimestamp"] = (
+                old["metadata"]["creationTimestamp"] if old else now_rfc3339()
+            )
+            self.store.put(key, obj, "MODIFIED" if old else "ADDED")
 
     def _uvicorn_server(self) -> uvicorn.Server:
         config = uvicorn.Config(
@@ -259,6 +315,8 @@ class APIServer:
                 self._thread.join(timeout)
         self._socket.close()
         self.store.close()
+        if self.audit is not None:
+            self.audit.close()
 
     # -- main program ------------------------------------------------------------------------
 

@@ -9,8 +9,10 @@ import click
 
 from kubeio.signals import install_stop_signals
 from localcluster.simulator.client import KubeClient
+from localcluster.simulator.images import image_mappings
 from localcluster.simulator.logconfig import LOG_FORMATS, configure_logging
 from localcluster.simulator.runner import Simulator
+from localcluster.simulator.runtime import ProcessRuntime, runtime_available
 from shared.duration import parse_duration
 
 log = logging.getLogger("localcluster.simulator")
@@ -31,7 +33,27 @@ log = logging.getLogger("localcluster.simulator")
 )
 @click.option("--scheduler-name", default="volcano", show_default=True, help="Gang scheduler name.")
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="json", show_default=True)
-def main(kubeconfig: Path, pod_runtime: str, scheduler_name: str, log_format: str) -> None:
+@click.option(
+    "--pods-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where pods that really run keep their volumes and logs (no process runtime without it).",
+)
+@click.option(
+    "--run-image",
+    "run_images",
+    multiple=True,
+    metavar="REPOSITORY=COMMAND",
+    help="Run pods of this image as real processes, COMMAND standing in for its entrypoint.",
+)
+def main(
+    kubeconfig: Path,
+    pod_runtime: str,
+    scheduler_name: str,
+    log_format: str,
+    pods_dir: Path | None,
+    run_images: tuple[str, ...],
+) -> None:
     """Schedule and run pods on the simulated nodes until SIGTERM or Ctrl-C."""
     configure_logging(log_format)
     try:
@@ -39,13 +61,30 @@ def main(kubeconfig: Path, pod_runtime: str, scheduler_name: str, log_format: st
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--pod-runtime") from err
     stop = install_stop_signals()  # no lock is taken inside a signal handler
+    try:
+        mappings = image_mappings(run_images)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--run-image") from err
     with KubeClient(kubeconfig) as client:
+        processes = None
+        if pods_dir is not None:
+            missing = runtime_available()
+            if missing is None:
+                processes = ProcessRuntime(client, kubeconfig, pods_dir, mappings, stop)
+            else:
+                log.warning("pods are simulated, none runs for real", extra={"reason": missing})
         simulator = Simulator(
-            client, default_runtime=runtime, stop=stop, scheduler_name=scheduler_name
+            client,
+            default_runtime=runtime,
+            stop=stop,
+            scheduler_name=scheduler_name,
+            runtime=processes,
         )
         simulator.start()
         stop.wait()
         log.info("simulator stopping")
+        if processes is not None:
+            processes.shutdown()
         simulator.join(timeout=5.0)
 
 

@@ -114,7 +114,9 @@ class KubeClient:
         )
         self.server = configuration.host.rstrip("/")
         headers = {"Accept": "application/json", "User-Agent": "vcjob-localcluster"}
-        token = configuration.api_key.get("authorization") if configuration.api_key else None
+        keys = configuration.api_key or {}
+        # The client names the kubeconfig's token "BearerToken" (older releases "authorization").
+        token = keys.get("BearerToken") or keys.get("authorization")
         if token:
             prefix = (configuration.api_key_prefix or {}).get("authorization")
             headers["Authorization"] = f"{prefix} {token}" if prefix else token

@@ -27,6 +27,7 @@ from localcluster.simulator.client import (
     KubeClient,
 )
 from localcluster.simulator.informer import Informer, object_key
+from localcluster.simulator.runtime import ProcessRuntime
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,10 @@ class Simulator:
         stop: threading.Event,
         scheduler_name: str = scheduling.GANG_SCHEDULER,
         now: Callable[[], datetime] = _now,
+        runtime: ProcessRuntime | None = None,
     ) -> None:
         self._client = client
+        self._runtime = runtime
         self._default_runtime = default_runtime
         self._stop = stop
         self._scheduler_name = scheduler_name
@@ -365,11 +368,16 @@ class Simulator:
             node = node_cache.get(str(node_name))
             if node is None and not metadata.get("deletionTimestamp"):
                 continue  # no kubelet runs on a node that does not exist
+            if self._runtime is not None and self._runtime.handles(pod):
+                self._runtime.sync(pod, nodes.host_ip(node))
+                continue
             step = kubelet.next_step(pod, times, script, nodes.host_ip(node), now)
             if step is None and uid in work_done:
                 step = kubelet.Step(kubelet.Action.FINISH, kubelet.finish_status(pod, 0, now))
             if step is not None:
                 self._carry_out(pod, uid, step, now)
+        if self._runtime is not None:
+            self._runtime.retain(seen)
         for uid in [u for u in self._times if u not in seen]:
             del self._times[uid]
             self._scripts.pop(uid, None)

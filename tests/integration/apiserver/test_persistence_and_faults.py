@@ -16,7 +16,8 @@ from localcluster.apiserver.server import APIServer, APIServerConfig
 
 def _client(server: APIServer) -> httpx.Client:
     context = ssl.create_default_context(cadata=server.ca_pem.decode())
-    return httpx.Client(base_url=server.url, verify=context, timeout=10)
+    headers = {"Authorization": f"Bearer {server.config.admin_token}"}
+    return httpx.Client(base_url=server.url, verify=context, timeout=10, headers=headers)
 
 
 def _configmap(name: str) -> dict[str, object]:

@@ -33,6 +33,7 @@ def _raw(
         query_params=query or [],
         body=body,
         header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        auth_settings=["BearerToken"],
     )
     response = api_client.call_api(*request)
     response.read()

@@ -413,7 +413,7 @@ def test_webhook_rbac_names_its_secret_and_configurations() -> None:
     ]
     for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
         assert by_resource[resource]["verbs"] == ["get", "patch"]
-    assert by_resource["queues"]["verbs"] == ["get", "list", "watch"]
+    assert by_resource["queues"]["verbs"] == ["list", "watch"]
     binding = one(docs, "RoleBinding", "vcjob-webhook")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "vcjob-webhook", "namespace": NAMESPACE}
@@ -444,17 +444,21 @@ def verbs(role: Doc, group: str, resource: str) -> set[str]:
 def test_controller_rbac_covers_what_it_does() -> None:
     docs = render()
     role = one(docs, "ClusterRole", "vcjob-controller")
-    assert verbs(role, "batch.volcano.sh", "jobs") >= {"get", "list", "watch", "update", "patch"}
-    assert verbs(role, "batch.volcano.sh", "jobs/status") == {"update", "patch"}
-    assert verbs(role, "", "pods") == {"get", "list", "watch", "create", "delete", "patch"}
-    assert verbs(role, "bus.volcano.sh", "commands") == {"get", "list", "watch", "delete"}
+    assert verbs(role, "batch.volcano.sh", "jobs") == {"get", "list", "watch", "patch", "delete"}
+    assert verbs(role, "batch.volcano.sh", "jobs/status") == {"update"}
+    assert verbs(role, "", "pods") == {"list", "watch", "create", "delete", "patch"}
+    assert verbs(role, "bus.volcano.sh", "commands") == {"list", "watch", "delete"}
     assert "create" in verbs(role, "scheduling.volcano.sh", "podgroups")
+    assert verbs(role, "scheduling.volcano.sh", "queues") == set()
     for resource in ("services", "configmaps", "secrets", "persistentvolumeclaims"):
         assert "create" in verbs(role, "", resource), resource
+    # The ssh Secret is written by name: the controller reads no Secret.
+    assert verbs(role, "", "secrets") == {"create", "update", "delete"}
     assert "create" in verbs(role, "networking.k8s.io", "networkpolicies")
     assert verbs(role, "", "events") == {"create", "patch"}
-    assert verbs(role, "scheduling.k8s.io", "priorityclasses") == {"get", "list", "watch"}
-    assert verbs(role, "", "nodes") == {"list", "watch"}
+    assert verbs(role, "events.k8s.io", "events") == set()
+    assert verbs(role, "scheduling.k8s.io", "priorityclasses") == {"list", "watch"}
+    assert verbs(role, "", "nodes") == {"list"}
     leases = one(docs, "Role", "vcjob-controller-leader-election")
     assert leases["metadata"]["namespace"] == NAMESPACE
     assert verbs(leases, "coordination.k8s.io", "leases") == {"get", "create", "update"}

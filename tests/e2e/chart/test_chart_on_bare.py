@@ -1,0 +1,268 @@
+"""The chart, run for real: `vcjob local up --bare` is a fresh cluster, `helm install --wait`
+starts the chart's own webhook and controller processes (its args, probes, ServiceAccounts and
+RBAC), Jobs run to completion through them, `helm test` runs its pod, `helm upgrade` rolls both
+Deployments without a failed admission, `helm uninstall` keeps the CRDs. The last test reads the
+API server's audit log of the whole module: every grant the chart gives its ServiceAccounts was
+used, and nothing they asked was refused.
+
+Every wait is bounded; the module takes about two minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from localcluster.apiserver.audit import read_audit_log
+from localcluster.leastprivilege import chart_grants, refused, unused_grants
+from localcluster.testing import LocalCluster, running_cluster, vcjob_executable
+from localcluster.tools import PROJECT_ROOT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+CHART = str(PROJECT_ROOT / "charts" / "vcjob")
+NAMESPACE = "vcjob-system"
+RELEASE = "vcjob"
+CONTROLLER_SA = f"system:serviceaccount:{NAMESPACE}:vcjob-controller"
+WEBHOOK_SA = f"system:serviceaccount:{NAMESPACE}:vcjob-webhook"
+# Short periods so that the elastic loop and rolling updates happen within the test's time.
+VALUES = ["--set", "controller.elastic.period=2s"]
+WAIT = 120.0
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    workdir = tmp_path_factory.mktemp("bare")
+    audit = workdir / "audit.log"
+    extra = ["--bare", "--audit-log", str(audit)]
+    with running_cluster(workdir, webhook=False, pod_runtime="2s", extra_args=extra) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def helm_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("helm-home")
+
+
+def helm(cluster: LocalCluster, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    done = cluster.helm(*args, home=home, check=False, timeout=WAIT + 30)
+    if done.returncode != 0:
+        pytest.fail(
+            f"helm {' '.join(args)}:\n{done.stdout}\n{done.stderr}\n{cluster.logs()[-6000:]}"
+        )
+    return done
+
+
+def kubectl_json(cluster: LocalCluster, *args: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(cluster.kubectl("get", "-o", "json", *args).stdout)
+    return document
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def job_phase(cluster: LocalCluster, name: str) -> str:
+    done = cluster.kubectl(
+        "get", "vcjob", name, "-o", "jsonpath={.status.state.phase}", check=False
+    )
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def job_manifest(
+    name: str, replicas: int = 2, task: dict[str, Any] | None = None, **spec: Any
+) -> str:
+    document = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "minAvailable": replicas,
+            "schedulerName": "volcano",
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": replicas,
+                    **(task or {}),
+                    "template": {
+                        "metadata": {"annotations": spec.pop("annotations", {})},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "main", "image": "busybox"}],
+                        },
+                    },
+                }
+            ],
+            **spec,
+        },
+    }
+    return yaml.safe_dump(document)
+
+
+@pytest.fixture(scope="module")
+def installed(bare: LocalCluster, helm_home: Path) -> LocalCluster:
+    helm(bare, helm_home, "install", RELEASE, CHART, "-n", NAMESPACE, "--create-namespace",
+         "--wait", "--timeout", f"{WAIT:.0f}s", *VALUES)  # fmt: skip
+    return bare
+
+
+def test_install_runs_the_chart_processes(installed: LocalCluster) -> None:
+    for name in ("vcjob-controller", "vcjob-webhook"):
+        deployment = kubectl_json(installed, "deployment", name, "-n", NAMESPACE)
+        assert deployment["status"].get("readyReplicas") == deployment["spec"]["replicas"]
+    pods = kubectl_json(installed, "pods", "-n", NAMESPACE)["items"]
+    for pod in pods:
+        status = pod["status"]["containerStatuses"][0]
+        assert status["ready"] and status["containerID"].startswith("vcjob://"), pod["metadata"]
+        assert pod["status"]["podIP"].startswith("127.")
+    logs = installed.kubectl("logs", "-n", NAMESPACE, "deploy/vcjob-controller", "--tail", "50")
+    assert "leadership acquired" in logs.stdout
+    mutating = kubectl_json(installed, "mutatingwebhookconfiguration", "vcjob-mutating-webhook")
+    assert mutating["webhooks"][0]["clientConfig"].get("caBundle")
+
+
+def test_controller_may_not_read_secrets(installed: LocalCluster) -> None:
+    answer = installed.kubectl("auth", "can-i", "list", "secrets", "-A", f"--as={CONTROLLER_SA}",
+                               check=False)  # fmt: skip
+    assert answer.stdout.strip() == "no"
+
+
+def test_jobs_run_to_completion_through_the_chart(installed: LocalCluster) -> None:
+    installed.kubectl(
+        "create", "-f", "-", input=job_manifest("done", plugins={"svc": [], "ssh": []})
+    )
+    wait_for("job done to complete", lambda: job_phase(installed, "done") == "Completed")
+    # A finished Job's plugin objects go, by name (the controller cannot list Secrets).
+    wait_for("the ssh Secret to go", lambda: installed.kubectl(
+        "get", "secret", "done-ssh", check=False).returncode != 0)  # fmt: skip
+
+
+def test_scaling_suspending_and_ttl(installed: LocalCluster, tmp_path: Path) -> None:
+    long_running = {"sim.vcjob.io/runtime": "60s"}
+    manifest = job_manifest("scaled", plugins={"svc": [], "ssh": []}, annotations=long_running)
+    installed.kubectl("create", "-f", "-", input=manifest)
+    wait_for("job scaled to run", lambda: job_phase(installed, "scaled") == "Running")
+    scale = [
+        {"op": "replace", "path": "/spec/tasks/0/replicas", "value": 3},
+        {"op": "replace", "path": "/spec/minAvailable", "value": 3},
+    ]
+    installed.kubectl("patch", "vcjob", "scaled", "--type", "json", "-p", json.dumps(scale))
+
+    def hosts() -> str:
+        return installed.kubectl("get", "cm", "scaled-svc", "-o", "yaml", check=False).stdout
+
+    wait_for("the hosts ConfigMap to list three workers", lambda: "scaled-worker-2" in hosts())
+    subprocess.run([*vcjob_executable(), "suspend", "scaled", "--kubeconfig",
+                    str(installed.kubeconfig)], check=True, timeout=60)  # fmt: skip
+    wait_for(
+        "job scaled to abort", lambda: job_phase(installed, "scaled") in ("Aborted", "Aborting")
+    )
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "given"},
+           "spec": claim}  # fmt: skip
+    installed.kubectl("create", "-f", "-", input=json.dumps(pvc))
+    volumes = [
+        {"mountPath": "/given", "volumeClaimName": "given"},
+        {"mountPath": "/scratch", "volumeClaim": {"accessModes": ["ReadWriteOnce"],
+                                                  "resources": {"requests": {"storage": "1Gi"}}}},
+    ]  # fmt: skip
+    brief = job_manifest("brief", ttlSecondsAfterFinished=0, volumes=volumes)
+    installed.kubectl("create", "-f", "-", input=brief)
+    wait_for("job brief to be deleted after its TTL", lambda: installed.kubectl(
+        "get", "vcjob", "brief", check=False).returncode != 0)  # fmt: skip
+
+
+def test_elastic_jobs_are_sized_from_node_capacity(installed: LocalCluster) -> None:
+    elastic = {"minReplicas": 1, "maxReplicas": 2}
+    runtime = {"sim.vcjob.io/runtime": "30s"}
+    manifest = job_manifest("elastic", replicas=1, task=elastic, annotations=runtime)
+    installed.kubectl("create", "-f", "-", input=manifest)
+
+    def grown() -> bool:
+        job = kubectl_json(installed, "vcjob", "elastic")
+        return int(job["spec"]["tasks"][0]["replicas"]) == 2
+
+    wait_for("the elastic task to grow into idle capacity", grown)
+
+
+def test_helm_test_runs_its_pod(installed: LocalCluster, helm_home: Path) -> None:
+    done = helm(installed, helm_home, "test", RELEASE, "-n", NAMESPACE, "--logs",
+                "--timeout", f"{WAIT:.0f}s")  # fmt: skip
+    assert "PASS: the webhook denied the invalid Job" in done.stdout
+
+
+def test_upgrade_rolls_both_deployments_without_a_failed_admission(
+    installed: LocalCluster, helm_home: Path
+) -> None:
+    before = kubectl_json(installed, "lease", "vcjob-controller", "-n", NAMESPACE)
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def admit_continuously() -> None:
+        manifest = job_manifest("probe")
+        while not stop.is_set():
+            done = installed.kubectl("create", "--dry-run=server", "-f", "-", input=manifest,
+                                     check=False)  # fmt: skip
+            if done.returncode != 0:
+                failures.append(done.stderr.strip())
+            time.sleep(0.2)
+
+    prober = threading.Thread(target=admit_continuously, daemon=True)
+    prober.start()
+    try:
+        helm(installed, helm_home, "upgrade", RELEASE, CHART, "-n", NAMESPACE, "--wait",
+             "--timeout", f"{WAIT:.0f}s", *VALUES, "--set", "controller.logLevel=debug",
+             "--set", "webhook.logLevel=debug")  # fmt: skip
+        after = kubectl_json(installed, "lease", "vcjob-controller", "-n", NAMESPACE)
+
+        def handed_over() -> bool:
+            lease = kubectl_json(installed, "lease", "vcjob-controller", "-n", NAMESPACE)
+            pods = kubectl_json(installed, "pods", "-n", NAMESPACE, "-l",
+                                "app.kubernetes.io/component=controller")["items"]  # fmt: skip
+            names = {
+                p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")
+            }
+            holder = str(lease["spec"].get("holderIdentity", ""))
+            return any(holder.startswith(name) for name in names)
+
+        wait_for("the new controller pod to hold the lease", handed_over)
+        assert after["spec"].get("holderIdentity") or before["spec"].get("holderIdentity")
+    finally:
+        stop.set()
+        prober.join(30)
+    assert failures == []
+
+
+def test_uninstall_keeps_the_crds(installed: LocalCluster, helm_home: Path) -> None:
+    helm(installed, helm_home, "uninstall", RELEASE, "-n", NAMESPACE, "--wait",
+         "--timeout", f"{WAIT:.0f}s")  # fmt: skip
+    crds = kubectl_json(installed, "crd")["items"]
+    assert {"jobs.batch.volcano.sh", "podgroups.scheduling.volcano.sh"} <= {
+        c["metadata"]["name"] for c in crds
+    }
+
+
+def test_least_privilege_from_the_audit_log(bare: LocalCluster, helm_home: Path) -> None:
+    """Runs last: the audit log of everything above against the chart's own rules."""
+    rendered = helm(bare, helm_home, "template", RELEASE, CHART, "-n", NAMESPACE, *VALUES).stdout
+    documents = [d for d in yaml.safe_load_all(rendered) if d]
+    grants = [g for g in chart_grants(documents) if g.user in (CONTROLLER_SA, WEBHOOK_SA)]
+    assert grants, "the chart grants its ServiceAccounts nothing?"
+    records = read_audit_log(bare.dir / "audit.log")
+    denied = refused(records, [CONTROLLER_SA, WEBHOOK_SA])
+    assert denied == [], "refused calls:\n" + "\n".join(json.dumps(r) for r in denied)
+    unused = unused_grants(grants, records)
+    assert unused == [], "grants nothing used:\n" + "\n".join(g.describe() for g in unused)
