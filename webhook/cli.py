@@ -126,6 +126,20 @@ def _start_self_managed_certs(
     help="Seconds between checks of the certificate files.",
 )
 @click.option(
+    "--read-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.1),
+    help="Seconds a client has to send a request body; a stalled upload then gets 408.",
+)
+@click.option(
+    "--max-concurrent-requests",
+    default=16,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Admission requests handled at once; beyond it a fast 429 (bounds memory).",
+)
+@click.option(
     "--certs-mode",
     type=click.Choice(["files", "self"]),
     default="files",
@@ -184,6 +198,8 @@ def webhook_command(
     log_format: str,
     shutdown_delay: float,
     cert_reload_interval: float,
+    read_timeout: float,
+    max_concurrent_requests: int,
     certs_mode: str,
     certs_secret: str,
     certs_namespace: str,
@@ -232,6 +248,8 @@ def webhook_command(
         log_format="text" if log_format == "text" else "json",
         cert_reload_interval=cert_reload_interval,
         shutdown_delay=shutdown_delay,
+        read_timeout=read_timeout,
+        max_concurrent_requests=max_concurrent_requests,
     )
     cache = None
     if settings.queue_check:
