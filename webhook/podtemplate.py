@@ -1,22 +1,19 @@
-"""Pod template validation: the Kubernetes PodTemplate schema (from `kubernetes-validate`) for
+"""Pod template validation: the Kubernetes PodTemplateSpec schema (`shared.kubeschema`) for
 types and required fields, plus the semantic pod checks of admission.md on top.
 
-Pure: the schema files ship inside the package and are read once.
+Pure: the schema data ships inside the package and is read once.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from decimal import Decimal
 from functools import cache
-from importlib import resources
 from typing import Any, Final
 
-from shared import names, quantity
+from shared import kubeschema, names, quantity
 from shared.fielderrors import FieldError, Path
 
-SCHEMA_VERSION: Final = "v1.31.0-local"
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 PROTOCOLS: Final = ("TCP", "UDP", "SCTP")
@@ -25,30 +22,6 @@ MAP_FIELDS: Final = frozenset(
     {"labels", "annotations", "nodeSelector", "limits", "requests", "overhead", "data"}
 )
 CONTAINER_LISTS: Final = ("initContainers", "containers")
-
-
-@cache
-def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
-    """The PodTemplate schema and its definitions, as shipped by kubernetes-validate."""
-    folder = resources.files("kubernetes_validate") / "kubernetes-json-schema" / SCHEMA_VERSION
-    schema = json.loads((folder / "podtemplate-v1.json").read_text(encoding="utf-8"))
-    definitions = json.loads((folder / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
-    # Keep only what a pod template can reach: the file describes the whole API (~1.8 MB).
-    reachable: dict[str, Any] = {}
-    pending = [schema]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                name = ref.rsplit("/", 1)[-1]
-                if name not in reachable:
-                    reachable[name] = definitions[name]
-                    pending.append(definitions[name])
-            pending.extend(v for k, v in node.items() if k != "description")
-        elif isinstance(node, list):
-            pending.extend(node)
-    return schema, reachable
 
 
 def warm_up() -> None:
@@ -178,8 +151,9 @@ class _Compiler:
 
 @cache
 def _template_node() -> _Node:
-    root, definitions = _schemas()
-    return _Compiler(definitions).compile(root["properties"]["template"])
+    return _Compiler(kubeschema.load_definitions()).compile(
+        kubeschema.ref(kubeschema.POD_TEMPLATE_SPEC)
+    )
 
 
 def _walk(node: _Node, value: Any, trail: Trail, out: Found) -> None:
