@@ -7,10 +7,14 @@ export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: install tools lint test unit demo bench crds clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
+	@echo "==> creating $(VENV) and installing vcjob, vcjob-localcluster and the dev tools (a few minutes on a fresh machine)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e . --group dev
+	$(PY) -m pip install --progress-bar on --upgrade pip
+	@echo "==> installing vcjob and vcjob-localcluster (editable)"
+	$(PY) -m pip install --progress-bar on -e . -e packages/vcjob-localcluster
+	@echo "==> installing the dev tools (pytest, ruff, mypy, ...)"
+	$(PY) -m pip install --progress-bar on --group dev
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -22,6 +22,21 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
+def _positive_duration(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    _duration(ctx, param, value)
+    if parse_duration(value).total_seconds() <= 0:
+        raise click.BadParameter(f"{value!r} must be longer than 0s (e.g. 30s)")
+    return value
+
+
+def _crds_dir(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    if value != DEFAULT_CRDS_DIR and not value.is_dir():
+        raise click.BadParameter(
+            f"{value} is not a folder; give a folder of CRD YAML files or leave the option out"
+        )
+    return value
+
+
 def _quantity(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if quantity.try_parse(value) is None:
         raise click.BadParameter(f'"{value}" is not a resource quantity (such as 8, 500m, 32Gi)')
@@ -108,8 +123,8 @@ def local_group() -> None:
     "--elastic-period",
     default="30s",
     show_default=True,
-    callback=_duration,
-    help="Period of the controller's elastic autoscaler.",
+    callback=_positive_duration,
+    help="Period of the controller's elastic autoscaler (more than 0s).",
 )
 @click.option(
     "--log-format",
@@ -123,7 +138,9 @@ def local_group() -> None:
     default=DEFAULT_CRDS_DIR,
     show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Folder of CustomResourceDefinition YAML files to apply.",
+    callback=_crds_dir,
+    help="Folder of CustomResourceDefinition YAML files to apply (default: the chart's; "
+    "without a chart on disk, vcjob's generated CRDs).",
 )
 def up_command(
     port: int,
