@@ -8,6 +8,7 @@ import signal
 import string
 import sys
 import threading
+from pathlib import Path
 from types import FrameType
 from typing import Any, Literal, cast
 
@@ -18,7 +19,7 @@ from controller.errors import KubeError, NotFoundError
 from controller.kube import COMMANDS, JOBS, Kube, load_api_client
 from controller.runner import Controller
 from controller.settings import Settings
-from shared.cli import show_environment_variables
+from shared.cli import require_free_ports, require_kubeconfig, show_environment_variables
 from shared.duration import parse_duration
 from shared.labels import BUS_API_VERSION
 from shared.logging import configure_logging
@@ -139,6 +140,13 @@ DURATION = DurationParam()
 )
 def controller_command(**options: Any) -> None:
     """Run the Job controller: watch Jobs, Pods, PodGroups and Commands and reconcile them."""
+    require_kubeconfig(options["kubeconfig"])
+    if options["elastic"] and options["elastic_period"] <= 0:
+        raise click.BadParameter("must be longer than 0s (e.g. 30s)", param_hint="--elastic-period")
+    require_free_ports(
+        options["bind_address"],
+        {"--health-port": options["health_port"], "--metrics-port": options["metrics_port"]},
+    )
     settings = Settings(
         kubeconfig=options["kubeconfig"],
         workers=options["workers"],
@@ -220,6 +228,7 @@ def _start_elastic(settings: Settings, controller: Controller, stop: threading.E
 # --- suspend / resume ------------------------------------------------------------------------
 
 _SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
+DEFAULT_KUBECONFIG = Path.home() / ".kube" / "config"
 
 
 def command_name(job: str, action: str) -> str:
@@ -253,6 +262,9 @@ def build_command(job: dict[str, Any], action: str) -> dict[str, Any]:
 
 
 def _issue(kubeconfig: str | None, namespace: str, job_name: str, action: str) -> None:
+    if kubeconfig is None and DEFAULT_KUBECONFIG.is_file():
+        kubeconfig = str(DEFAULT_KUBECONFIG)  # where kubectl looks too
+    require_kubeconfig(kubeconfig)
     try:
         api_client = load_api_client(kubeconfig)
     except Exception as exc:

@@ -12,7 +12,12 @@ from typing import Any
 import click
 
 from shared import certgen, labels
-from shared.cli import show_environment_variables
+from shared.cli import (
+    require_file,
+    require_free_ports,
+    require_kubeconfig,
+    show_environment_variables,
+)
 from shared.logging import configure_logging
 from webhook.settings import Settings
 
@@ -209,6 +214,14 @@ def webhook_command(
     validating_config: str,
 ) -> None:
     """Serve the Job admission webhook (mutating and validating) over TLS."""
+    if certs_mode == "files":
+        require_file("--tls-cert-file", tls_cert_file)
+        require_file("--tls-private-key-file", tls_private_key_file)
+    if queue_check == "on" or certs_mode == "self":
+        require_kubeconfig(kubeconfig)
+    require_free_ports(
+        host, {"--port": port, "--health-port": health_port, "--metrics-port": metrics_port}
+    )
     configure_logging(log_level, log_format)
     api_client: Any = None
     if queue_check == "on" or certs_mode == "self":
@@ -233,7 +246,9 @@ def webhook_command(
         tls_cert_file = certs_dir / certgen.CERT_FILE
         tls_private_key_file = certs_dir / certgen.KEY_FILE
     if tls_cert_file is None or tls_private_key_file is None:
-        raise click.UsageError("--tls-cert-file and --tls-private-key-file are required")
+        raise click.UsageError(
+            "--tls-cert-file and --tls-private-key-file are required (or --certs-mode self)"
+        )
     settings = Settings(
         port=port,
         tls_cert_file=tls_cert_file,
