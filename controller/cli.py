@@ -194,6 +194,7 @@ def run_controller(settings: Settings) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     controller = Controller(settings, api_client)
+    controller.metrics.count_rest_requests(api_client)
     controller.start()
     if controller.endpoints is not None:
         click.echo(

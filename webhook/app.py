@@ -18,7 +18,15 @@ from typing import Any, Final, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_asgi_app
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+    make_asgi_app,
+)
 from starlette.requests import ClientDisconnect
 
 from shared import labels
@@ -49,6 +57,9 @@ class Metrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:
+        # `_created` series double every counter and histogram and no dashboard reads them.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        ProcessCollector(registry=self.registry)
         self.requests = Counter(
             "controller_runtime_webhook_requests_total",
             "Admission requests by webhook path and HTTP status code.",

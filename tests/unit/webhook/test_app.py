@@ -536,3 +536,16 @@ def test_depth_counts_containers() -> None:
     assert review_module.depth("x") == 0
     assert review_module.depth([]) == 1
     assert review_module.depth({"a": [1, {"b": {}}]}) == 4
+
+
+async def test_metrics_have_process_series_and_no_created_series(
+    client: httpx.AsyncClient,
+) -> None:
+    await post(client, VALIDATE, review())
+    state = webhook_state(client.app)  # type: ignore[attr-defined]
+    from prometheus_client import generate_latest
+
+    text = generate_latest(state.metrics.registry).decode()
+    assert "process_resident_memory_bytes" in text
+    assert "controller_runtime_webhook_requests_total" in text
+    assert "_created" not in text
