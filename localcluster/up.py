@@ -119,6 +119,9 @@ class UpOptions:
     elastic_period: str = "30s"
     log_format: str = "json"
     crds_dir: Path = DEFAULT_CRDS_DIR
+    # A bare cluster: no CRDs, no default Queue, no webhook, no controller — room for
+    # `helm install vcjob charts/vcjob`, which brings its own.
+    bare: bool = False
 
     @property
     def kubeconfig(self) -> Path:
@@ -386,9 +389,11 @@ class LocalControlPlane:
         self._echo(
             f"API server ready at {client.server}; kubeconfig: {options.kubeconfig.resolve()}"
         )
-        self._apply_crds(client)
+        if not options.bare:
+            self._apply_crds(client)
         self._create_namespaces(client)
-        self._create_default_queue(client)
+        if not options.bare:
+            self._create_default_queue(client)
         self._register_nodes(client)
         self._start_controllers()
         if options.webhook:
@@ -822,9 +827,18 @@ class LocalControlPlane:
             "",
             *path_export_lines(),
             f"  export KUBECONFIG={kubeconfig}",
-            "  kubectl get nodes,queues",
-            "  kubectl create -f examples/demo-job.yaml",
-            "  kubectl get vcjob,pods -w",
+            *(
+                [
+                    "  # bare: no CRDs, webhook or controller; install the chart:",
+                    "  helm install vcjob charts/vcjob -n vcjob-system --create-namespace",
+                ]
+                if options.bare
+                else [
+                    "  kubectl get nodes,queues",
+                    "  kubectl create -f examples/demo-job.yaml",
+                    "  kubectl get vcjob,pods -w",
+                ]
+            ),
             "",
             "Press Ctrl-C to stop.",
         ]
