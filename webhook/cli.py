@@ -219,9 +219,6 @@ def webhook_command(
         require_file("--tls-private-key-file", tls_private_key_file)
     if queue_check == "on" or certs_mode == "self":
         require_kubeconfig(kubeconfig)
-    require_free_ports(
-        host, {"--port": port, "--health-port": health_port, "--metrics-port": metrics_port}
-    )
     configure_logging(log_level, log_format)
     api_client: Any = None
     if queue_check == "on" or certs_mode == "self":
@@ -249,6 +246,9 @@ def webhook_command(
         raise click.UsageError(
             "--tls-cert-file and --tls-private-key-file are required (or --certs-mode self)"
         )
+    require_free_ports(
+        host, {"--port": port, "--health-port": health_port, "--metrics-port": metrics_port}
+    )
     settings = Settings(
         port=port,
         tls_cert_file=tls_cert_file,
