@@ -715,3 +715,13 @@ def test_network_policy_admits_only_webhook_from_on_9443() -> None:
     assert "from" in rules[8080]
     controller = one(render("networkPolicy.enabled=true"), "NetworkPolicy", "vcjob-controller")
     assert 9443 not in [p["port"] for r in controller["spec"]["ingress"] for p in r["ports"]]
+
+
+def test_webhook_request_bounds_are_values() -> None:
+    args = container(render(), "vcjob-webhook")["args"]
+    assert args[args.index("--max-concurrent-requests") + 1] == "16"
+    assert args[args.index("--read-timeout") + 1] == "10"
+    sets = ("webhook.maxConcurrentRequests=4", "webhook.readTimeoutSeconds=3")
+    args = container(render(*sets), "vcjob-webhook")["args"]
+    assert args[args.index("--max-concurrent-requests") + 1] == "4"
+    assert args[args.index("--read-timeout") + 1] == "3"
