@@ -135,7 +135,8 @@ def _start_self_managed_certs(
     default=10.0,
     show_default=True,
     type=click.FloatRange(0.1),
-    help="Seconds a client has to send a request body; a stalled upload then gets 408.",
+    help="Seconds a client has to send a request's head and its body; a stalled upload then "
+    "gets 408, a stalled head a closed connection.",
 )
 @click.option(
     "--max-concurrent-requests",

@@ -14,6 +14,7 @@ from collections.abc import Generator
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from webhook.app import (
     QueueCacheLike,
@@ -47,6 +48,57 @@ def return_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+
+
+def head_deadline_protocol(seconds: float) -> type[H11Protocol]:
+    """uvicorn's HTTP/1.1 protocol with a deadline on each request head.
+
+    The body has its own deadline in the app; this one covers what comes before it: a client
+    that connects, or starts a new request on a kept-alive connection, and then dribbles or
+    withholds its headers is disconnected `seconds` after it began.
+    """
+
+    class HeadDeadline(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            if self._awaiting_head():
+                self._arm()
+            super().data_received(data)
+            if not self._awaiting_head():
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _awaiting_head(self) -> bool:
+            return self.cycle is None or self.cycle.response_complete
+
+        def _arm(self) -> None:
+            if self._head_timer is None:
+                self._head_timer = self.loop.call_later(seconds, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _too_slow(self) -> None:
+            self._head_timer = None
+            if self._awaiting_head() and not self.transport.is_closing():
+                client = f"{self.client[0]}:{self.client[1]}" if self.client else "unknown"
+                log.info(
+                    "request head not received in time; connection closed",
+                    extra={"client": client, "seconds": seconds},
+                )
+                self.transport.close()
+
+    return HeadDeadline
 
 
 class _Server(uvicorn.Server):
@@ -101,6 +153,7 @@ async def serve(settings: Settings, queue_cache: QueueCacheLike | None) -> None:
                 ssl_certfile=str(settings.tls_cert_file),
                 ssl_keyfile=str(settings.tls_private_key_file),
                 ssl_context_factory=reloader.context_factory,
+                http=head_deadline_protocol(settings.read_timeout),
             )
         ),
         "health": _Server(_config(create_health_app(state), settings.host, settings.health_port)),

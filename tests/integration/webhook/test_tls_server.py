@@ -370,3 +370,39 @@ def test_deep_nesting_is_denied_without_a_traceback(webhook: WebhookProcess) -> 
     assert answer["allowed"] is False
     assert "more than 100 levels (the webhook's limit)" in answer["status"]["message"]
     assert "Traceback" not in json.dumps(webhook.logs)
+
+
+def _tls_connection(webhook: WebhookProcess) -> ssl.SSLSocket:
+    context = ssl.create_default_context(cafile=webhook.ca)
+    raw = socket.create_connection(("127.0.0.1", webhook.ports["webhook"]), timeout=10)
+    return context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def test_a_withheld_or_dribbled_request_head_is_cut_off(start_webhook: StartWebhook) -> None:
+    webhook = start_webhook("--read-timeout", "1")
+    silent = _tls_connection(webhook)
+    partial = _tls_connection(webhook)
+    kept_alive = _tls_connection(webhook)
+    try:
+        started = time.monotonic()
+        partial.sendall(f"POST {labels.VALIDATE_PATH} HTTP/1.1\r\nHost: 127".encode())
+        body = json.dumps(review(job())).encode()
+        kept_alive.sendall(
+            f"POST {labels.VALIDATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+            f"\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        assert kept_alive.recv(64).startswith(b"HTTP/1.1 200")
+        kept_alive.sendall(b"POST / HTTP/1.1\r\n")  # a second request that never finishes
+        for tls in (silent, partial, kept_alive):
+            while tls.recv(4096):  # the rest of an answer, then the close
+                pass
+        assert time.monotonic() - started < 4
+    finally:
+        for tls in (silent, partial, kept_alive):
+            tls.close()
+    message = "request head not received in time; connection closed"
+    deadline = time.monotonic() + 5
+    while sum(e.get("msg") == message for e in webhook.logs) < 3:
+        assert time.monotonic() < deadline, webhook.logs
+        time.sleep(0.05)
