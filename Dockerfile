@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# The one image both vcjob processes run: `vcjob webhook` and `vcjob controller`.
+# The one image both vcjob processes run: `vcjob webhook` and `vcjob controller`. The local
+# control plane (`vcjob local`, the vcjob-localcluster distribution) is not in it.
 #
 #   docker build -t registry.example.com/vcjob:0.1.0 .
 #   docker push registry.example.com/vcjob:0.1.0
@@ -18,7 +19,6 @@ COPY shared ./shared
 COPY kubeio ./kubeio
 COPY webhook ./webhook
 COPY controller ./controller
-COPY localcluster ./localcluster
 COPY vcctl ./vcctl
 RUN python -m pip wheel --wheel-dir /wheels .
 

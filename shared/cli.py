@@ -4,8 +4,13 @@ and loaded only when invoked, so this leaf package never imports the processes i
 from __future__ import annotations
 
 import ipaddress
+import os
+import socket
+import sys
+from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -14,8 +19,81 @@ from shared import certgen, crdgen, names
 ENTRY_POINT_GROUP = "vcjob.commands"
 
 
+# Commands that come with another distribution, and how to get it.
+OPTIONAL_COMMANDS = {"local": "pip install 'vcjob[local]' (the vcjob-localcluster distribution)"}
+
+
+class UsageProblem(click.ClickException):
+    """A usage error told in one line — what is wrong and what to do — with exit code 2."""
+
+    exit_code = 2
+
+
+def require_kubeconfig(kubeconfig: str | Path | None, *, in_cluster: bool = True) -> None:
+    """Refuse up front a kubeconfig that cannot work: a path that is no file, or none at all
+    outside a cluster (where the client would only say that a service host is not set)."""
+    if kubeconfig is not None:
+        path = Path(kubeconfig)
+        if not path.is_file():
+            raise UsageProblem(
+                f"--kubeconfig {path}: no such file; pass the path of a kubeconfig "
+                "(`vcjob local kubeconfig` prints the local cluster's)"
+            )
+        return
+    if in_cluster and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return
+    raise UsageProblem(
+        "no kubeconfig and not running in a cluster: pass --kubeconfig PATH or set KUBECONFIG "
+        "(`vcjob local kubeconfig` prints the local cluster's)"
+    )
+
+
+def require_free_ports(host: str, ports: Mapping[str, int]) -> None:
+    """Refuse up front a listening port that is taken, naming its flag."""
+    for flag, port in ports.items():
+        if port == 0:
+            continue
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as err:
+                raise click.ClickException(
+                    f"{flag} {port}: the port is in use on {host} ({err.strerror}); "
+                    f"pass {flag} 0 for any free port, or stop what listens there"
+                ) from None
+
+
+def require_file(flag: str, path: Path | None) -> None:
+    if path is not None and not path.is_file():
+        raise UsageProblem(f"{flag} {path}: no such file; pass the path of an existing PEM file")
+
+
 class PluginGroup(click.Group):
-    """A click group whose extra subcommands come from entry points, loaded lazily."""
+    """A click group whose extra subcommands come from entry points, loaded lazily. Its errors
+    are one line each (`Error: what is wrong; what to do`), usage errors with exit code 2."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as err:
+            hint = f" (see '{err.ctx.command_path} --help')" if err.ctx is not None else ""
+            click.echo(f"Error: {err.format_message()}{hint}", err=True)
+            sys.exit(err.exit_code)
+        except click.ClickException as err:
+            err.show()
+            sys.exit(err.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         commands = set(super().list_commands(ctx))
@@ -32,6 +110,10 @@ class PluginGroup(click.Group):
                 if not isinstance(command, click.Command):
                     raise click.ClickException(f"entry point {ep.value} is not a click command")
                 return command
+        if cmd_name in OPTIONAL_COMMANDS:
+            raise UsageProblem(
+                f"`vcjob {cmd_name}` is not installed: {OPTIONAL_COMMANDS[cmd_name]}"
+            )
         return None
 
 

@@ -7,6 +7,7 @@ handlers read the raw body themselves, so FastAPI never answers 422 on their beh
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
@@ -17,7 +18,16 @@ from typing import Any, Final, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_app
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+    make_asgi_app,
+)
+from starlette.requests import ClientDisconnect
 
 from shared import labels
 from webhook import cronjob_review, podtemplate, review
@@ -49,6 +59,9 @@ class Metrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:
+        # `_created` series double every counter and histogram and no dashboard reads them.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        ProcessCollector(registry=self.registry)
         self.requests = Counter(
             "controller_runtime_webhook_requests_total",
             "Admission requests by webhook path and HTTP status code.",
@@ -66,6 +79,17 @@ class Metrics:
             "vcjob_webhook_admission_total",
             "Admission outcomes: allowed, denied, or error (the body was not a review).",
             ["webhook", "result"],
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "vcjob_webhook_requests_in_flight",
+            "Admission requests being read or answered right now.",
+            registry=self.registry,
+        )
+        self.rejected = Counter(
+            "vcjob_webhook_rejected_total",
+            "Requests cut short: too_many (429), read_timeout (408) or disconnected.",
+            ["reason"],
             registry=self.registry,
         )
         self._children: dict[tuple[str, int, str], tuple[Counter, Counter]] = {}
@@ -90,6 +114,8 @@ class WebhookState:
     metrics: Metrics = field(default_factory=Metrics)
     shutting_down: threading.Event = field(default_factory=threading.Event)
     serving: threading.Event = field(default_factory=threading.Event)
+    # Requests being handled; only the event loop's thread touches it.
+    in_flight: int = 0
 
     def queue_lookup(self) -> tuple[QueueView | None, str | None]:
         if not self.settings.queue_check or self.queue_cache is None:
@@ -115,16 +141,35 @@ def _content_type_ok(request: Request) -> bool:
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
-    """The body, or None when it is larger than `limit` bytes."""
+    """The body, or None when it is larger than `limit` bytes.
+
+    Chunks are joined once at the end (one allocation of the final size) rather than grown in
+    place, so a burst of large bodies leaves no half-used heap behind.
+    """
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         return None
-    body = bytearray()
+    chunks: list[bytes] = []
+    size = 0
     async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
             return None
-    return bytes(body)
+    return b"".join(chunks)
+
+
+def _closing(answer: Answer) -> Response:
+    """An answer sent before the body was read: the connection closes behind it, so the unread
+    rest of the body is never buffered."""
+    response = _json_response(answer)
+    response.headers["connection"] = "close"
+    return response
+
+
+def _client(request: Request) -> str:
+    client = request.client
+    return f"{client.host}:{client.port}" if client else "unknown"
 
 
 def _json_response(answer: Answer) -> Response:
@@ -163,8 +208,32 @@ def _endpoint(
     metrics = state.metrics
     latency = metrics.latency.labels(webhook=path)
     limit = settings.max_body_bytes
+    too_many = review.error_body(
+        429,
+        f"the webhook is answering {settings.max_concurrent_requests} requests already; "
+        "retry shortly",
+    )
+    too_slow = review.error_body(
+        408, f"the request body was not received within {settings.read_timeout:g} seconds"
+    )
 
     async def handle(request: Request) -> Response:
+        # Checked and taken with no await in between: the event loop runs one handler at a time.
+        if state.in_flight >= settings.max_concurrent_requests:
+            metrics.rejected.labels(reason="too_many").inc()
+            metrics.count(path, 429, Result.ERROR.value)
+            response = _closing(too_many)
+            response.headers["retry-after"] = "1"
+            return response
+        state.in_flight += 1
+        metrics.in_flight.inc()
+        try:
+            return await _handle(request)
+        finally:
+            state.in_flight -= 1
+            metrics.in_flight.dec()
+
+    async def _handle(request: Request) -> Response:
         started = time.perf_counter()
         if not _content_type_ok(request):
             answer = review.error_body(
@@ -172,13 +241,34 @@ def _endpoint(
                 "the content type must be application/json, got "
                 f"{request.headers.get('content-type', 'none')!r}",
             )
+            response = _closing(answer)
         else:
-            body = await _read_body(request, limit)
+            try:
+                async with asyncio.timeout(settings.read_timeout):
+                    body = await _read_body(request, limit)
+            except TimeoutError:
+                metrics.rejected.labels(reason="read_timeout").inc()
+                log.warning(
+                    "request body not received in time; connection closed",
+                    extra={"webhook": kind.value, "client": _client(request)},
+                )
+                metrics.count(path, 408, Result.ERROR.value)
+                return _closing(too_slow)
+            except ClientDisconnect:
+                # Nobody is left to answer: one line, no traceback.
+                metrics.rejected.labels(reason="disconnected").inc()
+                log.info(
+                    "client disconnected before sending the whole body",
+                    extra={"webhook": kind.value, "client": _client(request)},
+                )
+                return Response(status_code=400)
             if body is None:
                 answer = review.error_body(413, f"the body is larger than {limit} bytes")
+                response = _closing(answer)
             else:
                 answer = decide(kind, body, settings, state.queue_lookup)
-        response = _json_response(answer)
+                del body
+                response = _json_response(answer)
         try:
             metrics.count(path, answer.status, answer.result.value)
             latency.observe(time.perf_counter() - started)

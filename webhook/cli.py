@@ -12,7 +12,12 @@ from typing import Any
 import click
 
 from shared import certgen, labels
-from shared.cli import show_environment_variables
+from shared.cli import (
+    require_file,
+    require_free_ports,
+    require_kubeconfig,
+    show_environment_variables,
+)
 from shared.logging import configure_logging
 from webhook.settings import Settings
 
@@ -126,6 +131,21 @@ def _start_self_managed_certs(
     help="Seconds between checks of the certificate files.",
 )
 @click.option(
+    "--read-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.1),
+    help="Seconds a client has to send a request's head and its body; a stalled upload then "
+    "gets 408, a stalled head a closed connection.",
+)
+@click.option(
+    "--max-concurrent-requests",
+    default=16,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Admission requests handled at once; beyond it a fast 429 (bounds memory).",
+)
+@click.option(
     "--certs-mode",
     type=click.Choice(["files", "self"]),
     default="files",
@@ -184,6 +204,8 @@ def webhook_command(
     log_format: str,
     shutdown_delay: float,
     cert_reload_interval: float,
+    read_timeout: float,
+    max_concurrent_requests: int,
     certs_mode: str,
     certs_secret: str,
     certs_namespace: str,
@@ -193,6 +215,11 @@ def webhook_command(
     validating_config: str,
 ) -> None:
     """Serve the Job admission webhook (mutating and validating) over TLS."""
+    if certs_mode == "files":
+        require_file("--tls-cert-file", tls_cert_file)
+        require_file("--tls-private-key-file", tls_private_key_file)
+    if queue_check == "on" or certs_mode == "self":
+        require_kubeconfig(kubeconfig)
     configure_logging(log_level, log_format)
     api_client: Any = None
     if queue_check == "on" or certs_mode == "self":
@@ -217,7 +244,12 @@ def webhook_command(
         tls_cert_file = certs_dir / certgen.CERT_FILE
         tls_private_key_file = certs_dir / certgen.KEY_FILE
     if tls_cert_file is None or tls_private_key_file is None:
-        raise click.UsageError("--tls-cert-file and --tls-private-key-file are required")
+        raise click.UsageError(
+            "--tls-cert-file and --tls-private-key-file are required (or --certs-mode self)"
+        )
+    require_free_ports(
+        host, {"--port": port, "--health-port": health_port, "--metrics-port": metrics_port}
+    )
     settings = Settings(
         port=port,
         tls_cert_file=tls_cert_file,
@@ -232,6 +264,8 @@ def webhook_command(
         log_format="text" if log_format == "text" else "json",
         cert_reload_interval=cert_reload_interval,
         shutdown_delay=shutdown_delay,
+        read_timeout=read_timeout,
+        max_concurrent_requests=max_concurrent_requests,
     )
     cache = None
     if settings.queue_check:

@@ -1,7 +1,7 @@
-"""Pod template validation: the Kubernetes PodTemplate schema (`shared.kubeschema`) for
+"""Pod template validation: the Kubernetes PodTemplateSpec schema (`shared.kubeschema`) for
 types and required fields, plus the semantic pod checks of admission.md on top.
 
-Pure: the schema files ship inside the package and are read once.
+Pure: the schema data ships inside the package and is read once.
 """
 
 from __future__ import annotations
@@ -22,29 +22,6 @@ MAP_FIELDS: Final = frozenset(
     {"labels", "annotations", "nodeSelector", "limits", "requests", "overhead", "data"}
 )
 CONTAINER_LISTS: Final = ("initContainers", "containers")
-
-
-@cache
-def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
-    """The PodTemplate schema and the definitions it reaches."""
-    schema = kubeschema.definition_file("podtemplate-v1.json")
-    definitions = kubeschema.definitions()
-    # Keep only what a pod template can reach: the file describes the whole API (~1.8 MB).
-    reachable: dict[str, Any] = {}
-    pending: list[Any] = [schema]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                name = ref.rsplit("/", 1)[-1]
-                if name not in reachable:
-                    reachable[name] = definitions[name]
-                    pending.append(definitions[name])
-            pending.extend(v for k, v in node.items() if k != "description")
-        elif isinstance(node, list):
-            pending.extend(node)
-    return schema, reachable
 
 
 def warm_up() -> None:
@@ -174,8 +151,9 @@ class _Compiler:
 
 @cache
 def _template_node() -> _Node:
-    root, definitions = _schemas()
-    return _Compiler(definitions).compile(root["properties"]["template"])
+    return _Compiler(kubeschema.load_definitions()).compile(
+        kubeschema.ref(kubeschema.POD_TEMPLATE_SPEC)
+    )
 
 
 def _walk(node: _Node, value: Any, trail: Trail, out: Found) -> None:

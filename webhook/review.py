@@ -35,6 +35,14 @@ JOB_RESOURCE: Final = {
     "version": labels.BATCH_VERSION,
     "resource": "jobs",
 }
+# How deep a review's JSON may nest. A real Job review stays under ~25 levels (review, object,
+# spec, tasks, template, affinity terms…); the limit keeps every recursive check far from
+# Python's own recursion limit.
+MAX_DEPTH: Final = 100
+TOO_DEEP: Final = (
+    f"JSON nested too deeply: more than {MAX_DEPTH} levels (the webhook's limit); "
+    "no Job needs that many"
+)
 QUEUE_SKIPPED_WARNING: Final = (
     "the queue was not checked: no Queue CRD (queues.scheduling.volcano.sh) is installed"
 )
@@ -134,6 +142,27 @@ def _expected_resource(request: dict[str, Any]) -> str | None:
     return None
 
 
+def depth(value: Any) -> int:
+    """How deep a decoded JSON value nests (a scalar is 0, `[]` and `{}` are 1); iterative, so
+    it cannot itself run out of stack."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        node, level = pending.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            deepest = max(deepest, level)
+            continue
+        deepest = max(deepest, level + 1)
+        if deepest > MAX_DEPTH:
+            return deepest
+        pending.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def decode(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:
     """The review, its request and uid; or the 400 answer for a body that is not a review."""
     try:
@@ -141,7 +170,7 @@ def decode(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:
     except (ValueError, UnicodeDecodeError) as exc:
         return error_body(400, f"the body is not JSON: {exc}")
     except RecursionError:
-        return error_body(400, "the body is not an AdmissionReview: JSON nested too deeply")
+        return error_body(400, f"the body is not an AdmissionReview: {TOO_DEEP}")
     if not isinstance(review, dict):
         return error_body(400, "the body is not an AdmissionReview: expected a JSON object")
     request = review.get("request")
@@ -150,6 +179,10 @@ def decode(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         return error_body(400, "the body is not an AdmissionReview: request.uid is missing")
+    # Nesting needs an opening bracket per level: most reviews cannot be too deep, and counting
+    # bytes costs far less than walking the decoded tree.
+    if body.count(b"{") + body.count(b"[") > MAX_DEPTH and depth(review) > MAX_DEPTH:
+        return _refusal(review, uid, TOO_DEEP)
     return review, request, uid
 
 
@@ -215,6 +248,10 @@ def answer(kind: Kind, body: bytes, settings: Settings, queues: QueueLookup) -> 
     """Never raises: an unexpected failure on a readable review is a denial that says so."""
     try:
         return mutate(body, settings) if kind is Kind.MUTATE else validate(body, settings, queues)
+    except RecursionError:
+        # decode() bounds the nesting, so this is a last resort; a traceback would say nothing.
+        log.warning("admission failed: recursion limit", extra={"webhook": kind.value})
+        return error_body(400, TOO_DEEP)
     except Exception as exc:
         log.exception("admission failed", extra={"webhook": kind.value})
         decoded = decode(body)

@@ -27,3 +27,8 @@ class Settings:
     # Seconds to keep serving after SIGTERM with /readyz false, so endpoints drop the Pod first.
     shutdown_delay: float = 5.0
     max_body_bytes: int = 3 * 1024 * 1024
+    # Seconds a client has to send a whole request body; a stalled upload is cut off after it.
+    read_timeout: float = 10.0
+    # Admission requests handled at once; beyond it a request gets a fast 429. With the body
+    # limit this bounds the memory held by request bodies (16 x 3 MiB).
+    max_concurrent_requests: int = 16

@@ -5,6 +5,11 @@ identity (resolved path, inode, size, mtime — a Kubernetes Secret volume swaps
 symlink, which changes the resolved path) and, when they changed and the new pair loads, calls
 `load_cert_chain` on the live context: new handshakes get the new certificate, open connections
 keep theirs.
+
+Protocols and ciphers: TLS 1.2 and 1.3 only. On 1.2 only ECDHE key exchange with an AEAD cipher
+(AES-GCM, ChaCha20-Poly1305) is offered — forward secrecy, no CBC/SHA-1/SHA-2 MAC suites (the
+kube-apiserver's Go client prefers exactly these). TLS 1.3 suites are all AEAD and kept as
+OpenSSL ships them.
 """
 
 from __future__ import annotations
@@ -15,11 +20,21 @@ import os
 import ssl
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 log = logging.getLogger(__name__)
 
 Signature = tuple[tuple[str, int, int, int], ...]
+
+# OpenSSL cipher string for TLS 1.2 (TLS 1.3 suites are set apart and left alone).
+TLS12_CIPHERS: Final = "ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
+def harden(context: ssl.SSLContext) -> ssl.SSLContext:
+    """TLS 1.2 minimum, and on 1.2 ECDHE with AEAD ciphers only."""
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(TLS12_CIPHERS)
+    return context
 
 
 class CertReloader:
@@ -45,7 +60,7 @@ class CertReloader:
     ) -> ssl.SSLContext:
         """uvicorn's `ssl_context_factory`: build the context once and keep hold of it."""
         self._signature = self._current_signature()
-        self.context = default()
+        self.context = harden(default())
         return self.context
 
     def check(self) -> bool:

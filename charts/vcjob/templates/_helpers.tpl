@@ -71,8 +71,13 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s-webhook-serving" (include "vcjob.fullname" .) }}
 {{- end }}
 
+{{/* The image, pinned by digest when `image.digest` is set (the tag is then ignored). */}}
 {{- define "vcjob.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
 {{- end }}
 
 {{/* The DNS names the API server uses to reach the webhook Service. */}}

@@ -272,3 +272,137 @@ def test_sigterm_drops_readiness_keeps_serving_then_exits(start_webhook: StartWe
     assert response.json()["response"]["allowed"] is True
     assert webhook.proc.wait(timeout=15) == 0
     assert any(e.get("msg") == "webhook stopped" for e in webhook.logs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hardening: protocols and ciphers, stalled and vanishing clients, deep nesting
+
+
+def _handshake(webhook: WebhookProcess, context: ssl.SSLContext) -> tuple[str, str]:
+    context.load_verify_locations(webhook.ca)
+    with (
+        socket.create_connection(("127.0.0.1", webhook.ports["webhook"]), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        version, cipher = tls.version(), tls.cipher()
+    assert version is not None and cipher is not None
+    return version, cipher[0]
+
+
+def _tls12(ciphers: str) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(ciphers)
+    return context
+
+
+def test_tls12_client_offering_only_cbc_suites_is_refused(webhook: WebhookProcess) -> None:
+    # uvicorn's default cipher string ("TLSv1") would agree on ECDHE-ECDSA-AES128-SHA here.
+    cbc = "ECDHE-ECDSA-AES128-SHA256:ECDHE-ECDSA-AES256-SHA384:ECDHE-ECDSA-AES128-SHA:"
+    cbc += "ECDHE-ECDSA-AES256-SHA:ECDHE-RSA-AES128-SHA256:ECDHE-RSA-AES256-SHA384:AES128-SHA256"
+    with pytest.raises(ssl.SSLError, match=r"HANDSHAKE_FAILURE|NO_SHARED_CIPHER|UNEXPECTED_EOF"):
+        _handshake(webhook, _tls12(cbc))
+
+
+def test_tls12_gets_ecdhe_with_aead_and_tls13_is_served(webhook: WebhookProcess) -> None:
+    version, cipher = _handshake(webhook, _tls12("ALL"))
+    assert version == "TLSv1.2"
+    assert cipher.startswith("ECDHE-") and ("GCM" in cipher or "CHACHA20" in cipher), cipher
+    version, _ = _handshake(webhook, ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+    assert version == "TLSv1.3"
+
+
+def _upload(webhook: WebhookProcess, declared: int, sent: bytes) -> ssl.SSLSocket:
+    context = ssl.create_default_context(cafile=webhook.ca)
+    raw = socket.create_connection(("127.0.0.1", webhook.ports["webhook"]), timeout=10)
+    tls = context.wrap_socket(raw, server_hostname="127.0.0.1")
+    tls.sendall(
+        f"POST {labels.VALIDATE_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {declared}\r\n\r\n".encode()
+        + sent
+    )
+    return tls
+
+
+def test_stalled_uploads_are_cut_off_and_bounded(start_webhook: StartWebhook) -> None:
+    webhook = start_webhook("--read-timeout", "1", "--max-concurrent-requests", "2")
+    stalled = [_upload(webhook, 100_000, b'{"request": ') for _ in range(2)]
+    try:
+        time.sleep(0.3)
+        started = time.monotonic()
+        third = _upload(webhook, 100_000, b'{"request": ')
+        assert third.recv(64).startswith(b"HTTP/1.1 429")
+        assert time.monotonic() - started < 0.9  # fast: before the others' deadline
+        third.close()
+        for tls in stalled:
+            assert tls.recv(64).startswith(b"HTTP/1.1 408")
+        assert time.monotonic() - started < 5
+    finally:
+        for tls in stalled:
+            tls.close()
+
+
+def test_a_client_gone_mid_body_logs_one_short_line(start_webhook: StartWebhook) -> None:
+    webhook = start_webhook("--log-level", "info")
+    _upload(webhook, 100_000, b'{"request": ' + b" " * 50_000).close()
+    deadline = time.monotonic() + 5
+    while not any("disconnected" in str(e.get("msg")) for e in webhook.logs):
+        assert time.monotonic() < deadline, webhook.logs
+        time.sleep(0.05)
+    time.sleep(0.3)
+    text = json.dumps(webhook.logs)
+    assert "Exception in ASGI application" not in text
+    assert "Traceback" not in text
+
+
+def test_deep_nesting_is_denied_without_a_traceback(webhook: WebhookProcess) -> None:
+    obj = job()
+    obj["metadata"]["annotations"] = "DEEP"
+    body = json.dumps(review(obj)).replace('"DEEP"', '{"a":' * 500 + "1" + "}" * 500)
+    response = httpx.post(
+        webhook.url + labels.VALIDATE_PATH,
+        content=body,
+        headers={"Content-Type": "application/json"},
+        verify=ssl.create_default_context(cafile=webhook.ca),
+        timeout=10,
+    )
+    answer = response.json()["response"]
+    assert answer["allowed"] is False
+    assert "more than 100 levels (the webhook's limit)" in answer["status"]["message"]
+    assert "Traceback" not in json.dumps(webhook.logs)
+
+
+def _tls_connection(webhook: WebhookProcess) -> ssl.SSLSocket:
+    context = ssl.create_default_context(cafile=webhook.ca)
+    raw = socket.create_connection(("127.0.0.1", webhook.ports["webhook"]), timeout=10)
+    return context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def test_a_withheld_or_dribbled_request_head_is_cut_off(start_webhook: StartWebhook) -> None:
+    webhook = start_webhook("--read-timeout", "1")
+    silent = _tls_connection(webhook)
+    partial = _tls_connection(webhook)
+    kept_alive = _tls_connection(webhook)
+    try:
+        started = time.monotonic()
+        partial.sendall(f"POST {labels.VALIDATE_PATH} HTTP/1.1\r\nHost: 127".encode())
+        body = json.dumps(review(job())).encode()
+        kept_alive.sendall(
+            f"POST {labels.VALIDATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+            f"\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        assert kept_alive.recv(64).startswith(b"HTTP/1.1 200")
+        kept_alive.sendall(b"POST / HTTP/1.1\r\n")  # a second request that never finishes
+        for tls in (silent, partial, kept_alive):
+            while tls.recv(4096):  # the rest of an answer, then the close
+                pass
+        assert time.monotonic() - started < 4
+    finally:
+        for tls in (silent, partial, kept_alive):
+            tls.close()
+    message = "request head not received in time; connection closed"
+    deadline = time.monotonic() + 5
+    while sum(e.get("msg") == message for e in webhook.logs) < 3:
+        assert time.monotonic() < deadline, webhook.logs
+        time.sleep(0.05)

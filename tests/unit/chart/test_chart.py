@@ -722,3 +722,35 @@ def test_rendered_arguments_parse_with_the_real_commands(sets: tuple[str, ...]) 
         with commands[name].make_context(name, list(args)) as context:
             assert context.params["health_port"] == 8081
             assert context.params["metrics_port"] == 8080
+
+
+def test_image_can_be_pinned_by_digest() -> None:
+    digest = "sha256:" + "ab" * 32
+    docs = render(
+        "image.repository=registry.example/vcjob", "image.tag=1.2.3", f"image.digest={digest}"
+    )
+    for name in ("vcjob-webhook", "vcjob-controller"):
+        assert container(docs, name)["image"] == f"registry.example/vcjob@{digest}"
+    test_pod = next(d for d in docs if d["kind"] == "Pod")
+    assert test_pod["spec"]["containers"][0]["image"] == f"registry.example/vcjob@{digest}"
+
+
+def test_network_policy_admits_only_webhook_from_on_9443() -> None:
+    peer = "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24"
+    policy = one(render("networkPolicy.enabled=true", peer), "NetworkPolicy", "vcjob-webhook")
+    rules = {rule["ports"][0]["port"]: rule for rule in policy["spec"]["ingress"]}
+    assert rules[9443]["from"] == [{"ipBlock": {"cidr": "10.0.0.0/24"}}]
+    assert set(rules) == {9443, 8081, 8080}
+    assert "from" in rules[8080]
+    controller = one(render("networkPolicy.enabled=true"), "NetworkPolicy", "vcjob-controller")
+    assert 9443 not in [p["port"] for r in controller["spec"]["ingress"] for p in r["ports"]]
+
+
+def test_webhook_request_bounds_are_values() -> None:
+    args = container(render(), "vcjob-webhook")["args"]
+    assert args[args.index("--max-concurrent-requests") + 1] == "16"
+    assert args[args.index("--read-timeout") + 1] == "10"
+    sets = ("webhook.maxConcurrentRequests=4", "webhook.readTimeoutSeconds=3")
+    args = container(render(*sets), "vcjob-webhook")["args"]
+    assert args[args.index("--max-concurrent-requests") + 1] == "4"
+    assert args[args.index("--read-timeout") + 1] == "3"

@@ -60,3 +60,8 @@ def test_build_context_holds_every_packaged_module() -> None:
     for package in packages:
         assert f"!{package}/" in allowed, package
         assert f"COPY {package} ./{package}" in INSTRUCTIONS, package
+
+
+def test_the_local_cluster_is_not_in_the_image() -> None:
+    assert not any("localcluster" in step for step in INSTRUCTIONS)
+    assert "!localcluster/" not in (PROJECT_ROOT / ".dockerignore").read_text().splitlines()

@@ -9,6 +9,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import httpx
 import jsonpatch
 import pytest
@@ -405,3 +406,146 @@ async def test_denials_are_logged_with_context(
     assert records[0].job == "demo"  # type: ignore[attr-defined]
     assert records[0].admission_uid == "705ab4f5-6393-11e8-b7cc-42010a800002"  # type: ignore[attr-defined]
     assert "spec.minAvailable" in records[0].denial  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------------
+# Hardening: read deadline, concurrency bound, client disconnects, deep nesting
+
+
+def _scope(path: str = VALIDATE) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "https",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", b"100")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 9443),
+    }
+
+
+async def _call(app: Any, receive: Any) -> tuple[int, dict[str, str], bytes]:
+    """Run one request through the ASGI app; its status, headers and body."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(_scope(), receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    headers = {k.decode(): v.decode() for k, v in start["headers"]}
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], headers, body
+
+
+def _stalled_receive(first: bytes = b'{"request": ') -> Any:
+    """A client that sends the start of its body, then nothing more."""
+    calls = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return {"type": "http.request", "body": first, "more_body": True}
+        await anyio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    return receive
+
+
+async def test_a_stalled_body_gets_408_at_the_read_deadline() -> None:
+    app = create_app(Settings(queue_check=False, read_timeout=0.2), None)
+    with anyio.fail_after(5):
+        status, headers, body = await _call(app, _stalled_receive())
+    assert status == 408
+    assert "not received within 0.2 seconds" in json.loads(body)["error"]
+    assert headers["connection"] == "close"
+    assert webhook_state(app).in_flight == 0
+
+
+async def test_beyond_the_concurrency_bound_a_fast_429() -> None:
+    app = create_app(Settings(queue_check=False, read_timeout=30, max_concurrent_requests=2), None)
+    state = webhook_state(app)
+    async with anyio.create_task_group() as group:
+        for _ in range(2):
+            group.start_soon(_call, app, _stalled_receive())
+        with anyio.fail_after(5):
+            while state.in_flight < 2:
+                await anyio.sleep(0.01)
+            status, headers, body = await _call(app, _stalled_receive())
+        assert status == 429
+        assert headers["retry-after"] == "1"
+        assert "answering 2 requests already" in json.loads(body)["error"]
+        group.cancel_scope.cancel()
+    assert state.in_flight == 0
+    assert (
+        state.metrics.registry.get_sample_value(
+            "vcjob_webhook_rejected_total", {"reason": "too_many"}
+        )
+        == 1
+    )
+
+
+async def test_a_client_gone_mid_body_is_one_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    app = create_app(Settings(queue_check=False), None)
+    calls = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return {"type": "http.request", "body": b'{"req', "more_body": True}
+        return {"type": "http.disconnect"}
+
+    caplog.set_level("INFO", logger="webhook.app")
+    await _call(app, receive)
+    records = [r for r in caplog.records if r.name == "webhook.app"]
+    assert [r.getMessage() for r in records] == [
+        "client disconnected before sending the whole body"
+    ]
+    assert records[0].exc_info is None
+
+
+@pytest.mark.parametrize("levels", [101, 500, 5000])
+async def test_deep_nesting_is_refused_naming_the_limit(
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture, levels: int
+) -> None:
+    obj = job()
+    obj["metadata"]["annotations"] = "DEEP"
+    deep = '{"a":' * levels + '"x"' + "}" * levels
+    body = json.dumps(review(obj)).replace('"DEEP"', deep)
+    caplog.set_level("DEBUG")
+    response = await client.post(VALIDATE, content=body, headers=JSON)
+    assert not any(r.exc_info for r in caplog.records)
+    if response.status_code == 400:  # too deep for the JSON decoder itself: not a review
+        message = response.json()["error"]
+    else:
+        assert response.status_code == 200
+        answer = response.json()["response"]
+        assert answer["allowed"] is False
+        message = answer["status"]["message"]
+    assert "more than 100 levels (the webhook's limit)" in message
+
+
+def test_depth_counts_containers() -> None:
+    assert review_module.depth("x") == 0
+    assert review_module.depth([]) == 1
+    assert review_module.depth({"a": [1, {"b": {}}]}) == 4
+
+
+async def test_metrics_have_process_series_and_no_created_series(
+    client: httpx.AsyncClient,
+) -> None:
+    await post(client, VALIDATE, review())
+    state = webhook_state(client.app)  # type: ignore[attr-defined]
+    from prometheus_client import generate_latest
+
+    text = generate_latest(state.metrics.registry).decode()
+    assert "process_resident_memory_bytes" in text
+    assert "controller_runtime_webhook_requests_total" in text
+    assert "_created" not in text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -44,13 +46,17 @@ def test_tls_files_are_required_in_files_mode() -> None:
     assert "--tls-cert-file and --tls-private-key-file are required" in result.output
 
 
-def test_queue_check_needs_a_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_queue_check_needs_a_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    for name in ("tls.crt", "tls.key"):
+        (tmp_path / name).write_text("")
     result = CliRunner().invoke(
-        webhook_command, ["--tls-cert-file", "x", "--tls-private-key-file", "y"]
-    )
-    assert result.exit_code == 1
-    assert "cannot reach the API server" in result.output
+        webhook_command,
+        ["--tls-cert-file", str(tmp_path / "tls.crt"), "--tls-private-key-file",
+         str(tmp_path / "tls.key")],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "no kubeconfig and not running in a cluster: pass --kubeconfig" in result.output
 
 
 def test_bad_values_are_refused() -> None:
