@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import click
 
+from shared.cli import require_kubeconfig
 from vcctl.api import ApiError, VolcanoApi, connect
 
 # vcctl exits with 255 (`os.Exit(-1)`) on every failure.
 FAILURE_EXIT: Final = 255
+DEFAULT_KUBECONFIG: Final = Path.home() / ".kube" / "config"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -58,5 +62,8 @@ def reported(leaf: str, parent: str) -> Callable[[F], F]:
 
 
 def open_api(kubeconfig: str | None, master: str | None) -> VolcanoApi:
-    """Without --kubeconfig the loader reads KUBECONFIG (a list of files) or ~/.kube/config."""
+    """Without --kubeconfig the loader reads KUBECONFIG (a list of files) or ~/.kube/config.
+    A kubeconfig that cannot exist is a usage error (exit 2), as for every `vcjob` command."""
+    if kubeconfig is not None or not (os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG.is_file()):
+        require_kubeconfig(kubeconfig)
     return connect(kubeconfig, master)

@@ -444,12 +444,22 @@ def verbs(role: Doc, group: str, resource: str) -> set[str]:
 def test_controller_rbac_covers_what_it_does() -> None:
     docs = render()
     role = one(docs, "ClusterRole", "vcjob-controller")
-    assert verbs(role, "batch.volcano.sh", "jobs") == {"get", "list", "watch", "patch", "delete"}
-    assert verbs(role, "batch.volcano.sh", "jobs/status") == {"update"}
+    # create: the CronJob controller's Jobs.
+    assert verbs(role, "batch.volcano.sh", "jobs") == {
+        "get",
+        "list",
+        "watch",
+        "patch",
+        "delete",
+        "create",
+    }
+    # patch: the message of a reconcile that keeps failing.
+    assert verbs(role, "batch.volcano.sh", "jobs/status") == {"update", "patch"}
     assert verbs(role, "", "pods") == {"list", "watch", "create", "delete", "patch"}
     assert verbs(role, "bus.volcano.sh", "commands") == {"list", "watch", "delete"}
     assert "create" in verbs(role, "scheduling.volcano.sh", "podgroups")
-    assert verbs(role, "scheduling.volcano.sh", "queues") == set()
+    # The queue controller keeps Queue states.
+    assert verbs(role, "scheduling.volcano.sh", "queues") == {"get", "list", "watch"}
     for resource in ("services", "configmaps", "secrets", "persistentvolumeclaims"):
         assert "create" in verbs(role, "", resource), resource
     # The ssh Secret is written by name: the controller reads no Secret.

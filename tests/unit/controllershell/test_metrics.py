@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from controller.workqueue import WorkQueue
 from prometheus_client import generate_latest
 
 from controller.metrics import InFlightWork, Metrics
+from kubeio.workqueue import WorkQueue
 
 
 class FakeClock:
