@@ -10,7 +10,7 @@ from typing import Any
 from controller.podgen import child_metadata, queue_of
 from shared import labels, quantity
 from shared.models import Job, TaskSpec
-from shared.models.job import PARTITION_ID_LABEL
+from shared.models.job import PARTITION_ID_LABEL, NetworkTopology
 
 WireObject = dict[str, Any]
 
@@ -168,7 +168,7 @@ def min_resources(job: Job, priority_values: Mapping[str, int]) -> dict[str, str
     }
 
 
-def network_topology(raw: Any) -> WireObject | None:
+def network_topology(raw: NetworkTopology | None) -> WireObject | None:
     """Volcano's copy of a NetworkTopologySpec: mode, then the tier number if set, otherwise the
     tier name."""
     if raw is None:
