@@ -60,13 +60,6 @@ def definitions() -> dict[str, Schema]:
     return dict(data["$defs"])
 
 
-def definition_file(name: str) -> Schema:
-    """A top-level schema file of the same release (e.g. `podtemplate-v1.json`)."""
-    folder = resources.files("kubernetes_validate") / "kubernetes-json-schema" / SCHEMA_VERSION
-    loaded: Schema = json.loads((folder / name).read_text(encoding="utf-8"))
-    return loaded
-
-
 def quantity_schema() -> Schema:
     return copy.deepcopy(QUANTITY_SCHEMA)
 

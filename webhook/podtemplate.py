@@ -27,7 +27,8 @@ CONTAINER_LISTS: Final = ("initContainers", "containers")
 @cache
 def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
     """The PodTemplate schema and the definitions it reaches."""
-    schema = kubeschema.definition_file("podtemplate-v1.json")
+    template_ref = {"$ref": f"#/$defs/{kubeschema.POD_TEMPLATE_SPEC}"}
+    schema: dict[str, Any] = {"properties": {"template": template_ref}}
     definitions = kubeschema.definitions()
     # Keep only what a pod template can reach: the file describes the whole API (~1.8 MB).
     reachable: dict[str, Any] = {}
