@@ -189,13 +189,14 @@ def sub_group_policy(job: Job) -> list[WireObject]:
         policy = task.partition_policy
         if policy is None:
             continue
-        entry: WireObject = {
-            "name": str(task.name),
-            "subGroupSize": policy.partition_size or 0,
-            "minSubGroups": policy.min_partitions or 0,
-            "labelSelector": {"matchLabels": {labels.TASK_SPEC_KEY: str(task.name)}},
-            "matchLabelKeys": [PARTITION_ID_LABEL],
-        }
+        entry: WireObject = {"name": str(task.name)}
+        # A size the webhook would have refused is left to the CRD default (1), so that the
+        # PodGroup can still be written.
+        if (policy.partition_size or 0) > 0:
+            entry["subGroupSize"] = policy.partition_size
+        entry["minSubGroups"] = max(policy.min_partitions or 0, 0)
+        entry["labelSelector"] = {"matchLabels": {labels.TASK_SPEC_KEY: str(task.name)}}
+        entry["matchLabelKeys"] = [PARTITION_ID_LABEL]
         topology = network_topology(policy.network_topology)
         if topology is not None:
             entry["networkTopology"] = topology
