@@ -249,6 +249,14 @@ def test_preemptable_label_and_annotation_propagate_and_the_job_wins() -> None:
     assert "volcano.sh/revocable-zone" not in pod["metadata"]["labels"]
 
 
+def test_job_forwarding_annotation_reaches_pod_label_and_annotation() -> None:
+    j = job("j").task("w").build()
+    j["metadata"]["annotations"] = {"volcano.sh/job-forwarding": "true"}
+    (pod,) = pods_of(plan_for(j)).values()
+    assert pod["metadata"]["labels"]["volcano.sh/job-forwarding"] == "true"
+    assert pod["metadata"]["annotations"]["volcano.sh/job-forwarding"] == "true"
+
+
 # -- plugin flags --------------------------------------------------------------------------------
 
 
