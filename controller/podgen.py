@@ -23,6 +23,8 @@ _INHERITED_KEYS = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
 # … these annotation → annotation only (`volcano.sh/jdb-*` by prefix).
 _INHERITED_ANNOTATIONS = ("volcano.sh/revocable-zone",)
 _INHERITED_ANNOTATION_PREFIX = "volcano.sh/jdb-"
+# Set on jobs of a Queue with extendClusters; their pods carry it as label and annotation.
+FORWARDING_KEY = "volcano.sh/job-forwarding"
 NUMA_POLICY_KEY = "volcano.sh/numa-topology-policy"
 # Template metadata the API server owns; a template must not carry them into a pod.
 _SERVER_METADATA = (
@@ -124,9 +126,13 @@ def add_port(container: WireObject, name: str, port: int) -> None:
 
 
 def inherited_labels(job: Job) -> dict[str, str]:
-    """The job labels Volcano propagates to its pods (preemptable, cooldown-time)."""
+    """The job labels Volcano propagates to its pods (preemptable, cooldown-time), and
+    `volcano.sh/job-forwarding` when the job is annotated for a multi-cluster queue."""
     source = job.metadata.get("labels") or {}
-    return {k: str(source[k]) for k in _INHERITED_KEYS if k in source}
+    out = {k: str(source[k]) for k in _INHERITED_KEYS if k in source}
+    if FORWARDING_KEY in (job.metadata.get("annotations") or {}):
+        out[FORWARDING_KEY] = "true"
+    return out
 
 
 def inherited_annotations(job: Job) -> dict[str, str]:
@@ -137,6 +143,7 @@ def inherited_annotations(job: Job) -> dict[str, str]:
         for k, v in source.items()
         if k in _INHERITED_KEYS
         or k in _INHERITED_ANNOTATIONS
+        or k == FORWARDING_KEY
         or str(k).startswith(_INHERITED_ANNOTATION_PREFIX)
     }
 

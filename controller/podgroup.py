@@ -10,7 +10,7 @@ from typing import Any
 from controller.podgen import child_metadata, queue_of
 from shared import labels, quantity
 from shared.models import Job, TaskSpec
-from shared.models.job import PARTITION_ID_LABEL
+from shared.models.job import PARTITION_ID_LABEL, NetworkTopology
 
 WireObject = dict[str, Any]
 
@@ -168,7 +168,7 @@ def min_resources(job: Job, priority_values: Mapping[str, int]) -> dict[str, str
     }
 
 
-def network_topology(raw: Any) -> WireObject | None:
+def network_topology(raw: NetworkTopology | None) -> WireObject | None:
     """Volcano's copy of a NetworkTopologySpec: mode, then the tier number if set, otherwise the
     tier name."""
     if raw is None:
@@ -189,13 +189,14 @@ def sub_group_policy(job: Job) -> list[WireObject]:
         policy = task.partition_policy
         if policy is None:
             continue
-        entry: WireObject = {
-            "name": str(task.name),
-            "subGroupSize": policy.partition_size or 0,
-            "minSubGroups": policy.min_partitions or 0,
-            "labelSelector": {"matchLabels": {labels.TASK_SPEC_KEY: str(task.name)}},
-            "matchLabelKeys": [PARTITION_ID_LABEL],
-        }
+        entry: WireObject = {"name": str(task.name)}
+        # A size the webhook would have refused is left to the CRD default (1), so that the
+        # PodGroup can still be written.
+        if (policy.partition_size or 0) > 0:
+            entry["subGroupSize"] = policy.partition_size
+        entry["minSubGroups"] = max(policy.min_partitions or 0, 0)
+        entry["labelSelector"] = {"matchLabels": {labels.TASK_SPEC_KEY: str(task.name)}}
+        entry["matchLabelKeys"] = [PARTITION_ID_LABEL]
         topology = network_topology(policy.network_topology)
         if topology is not None:
             entry["networkTopology"] = topology

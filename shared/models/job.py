@@ -179,7 +179,9 @@ class JobSpec(KubeModel):
     min_available: int | None = Field(default=None, ge=0)
     min_success: int | None = Field(default=None, ge=1)
     volumes: list[VolumeSpec] | None = None
-    tasks: list[TaskSpec] = Field(default_factory=list)
+    # minItems in the CRD, as Volcano's; the model still reads an empty list so that the webhook
+    # can name the problem.
+    tasks: list[TaskSpec] = Field(default_factory=list, json_schema_extra={"minItems": 1})
     policies: list[LifecyclePolicy] | None = None
     plugins: dict[str, list[str]] | None = None
     queue: str | None = None

@@ -110,14 +110,15 @@ class Kubelet:
         return None
 
     def admit(self, job: str) -> None:
-        """Gang scheduler: mark the job's PodGroup Inqueue."""
+        """Gang scheduler: mark the job's PodGroup Inqueue, on the main resource as Volcano's
+        scheduler writes it (the PodGroup CRD has no status subresource)."""
         items, _ = self.kube.list(PODGROUPS)
         for group in items:
             owners = group["metadata"].get("ownerReferences") or []
             if any(o.get("name") == job for o in owners):
                 self.kube.merge_patch(
                     PODGROUPS, self.namespace, group["metadata"]["name"],
-                    {"status": {"phase": "Inqueue"}}, sub="status",
+                    {"status": {"phase": "Inqueue"}},
                 )  # fmt: skip
 
     wait = staticmethod(lambda what, check, timeout=WAIT: wait_for(what, check, timeout))

@@ -4,6 +4,7 @@ PodGroupPending, preemptable propagation, and the plugin flags Volcano defines."
 from __future__ import annotations
 
 import base64
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -254,6 +255,14 @@ def test_preemptable_label_and_annotation_propagate_and_the_job_wins() -> None:
     assert "volcano.sh/revocable-zone" not in pod["metadata"]["labels"]
 
 
+def test_job_forwarding_annotation_reaches_pod_label_and_annotation() -> None:
+    j = job("j").task("w").build()
+    j["metadata"]["annotations"] = {"volcano.sh/job-forwarding": "true"}
+    (pod,) = pods_of(plan_for(j)).values()
+    assert pod["metadata"]["labels"]["volcano.sh/job-forwarding"] == "true"
+    assert pod["metadata"]["annotations"]["volcano.sh/job-forwarding"] == "true"
+
+
 # -- plugin flags --------------------------------------------------------------------------------
 
 
@@ -432,3 +441,28 @@ def test_hcclrank_keeps_a_template_annotation_and_copies_a_literal_rank_env() ->
     ]
     pods = pods_of(plan_for(j))
     assert (rank_of(pods["h-master-0"]), rank_of(pods["h-worker-0"])) == ("7", "5")
+
+
+def test_delayed_restart_partition_fires_once_for_the_partition() -> None:
+    j = partitioned(replicas=4, size=2, minimum=0)
+    j["spec"]["tasks"][0]["policies"] = [
+        {"event": "PodFailed", "action": "RestartPartition", "timeout": "10s"}
+    ]
+    world = World(j)
+    world.step()
+    world.admit("Running")
+    world.step()
+    world.set_all("Running")
+    world.step()
+    world.set_pod("j-worker-2", "Failed", exit_code=1)
+    world.set_pod("j-worker-3", "Failed", exit_code=1)
+    world.step()
+    assert world.phase == "Running"
+    assert len((world.memory or {}).get("timers", {})) == 2
+    world.step(timedelta(seconds=11))
+    assert world.phase == "Restarting"  # written first; the partition goes next
+    world.step()
+    assert world.phase == "Restarting"
+    assert sorted(world.pods) == ["j-worker-0", "j-worker-1"]
+    assert world.status["retryCount"] == 1
+    assert not (world.memory or {}).get("timers")

@@ -194,6 +194,24 @@ def test_required_fields_match_volcano() -> None:
     assert _node(COMMAND, "target")["required"] == ["apiVersion", "kind", "name", "uid"]
 
 
+def test_tasks_need_at_least_one_item_and_events_include_the_internal_ones() -> None:
+    assert _node(JOB, "spec.tasks")["minItems"] == 1
+    assert set(_node(JOB, "spec.policies[].event")["enum"]) == {
+        "*",
+        "PodFailed",
+        "PodEvicted",
+        "PodPending",
+        "Unknown",
+        "TaskCompleted",
+        "TaskFailed",
+        "JobUpdated",
+        "PodRunning",
+        "OutOfSync",
+        "CommandIssued",
+    }
+    assert _node(JOB, "status.conditions[]")["required"] == ["status"]
+
+
 def test_embedded_template_metadata_keeps_only_five_fields() -> None:
     meta = _node(JOB, "spec.tasks[].template.metadata")
     assert sorted(meta["properties"]) == [

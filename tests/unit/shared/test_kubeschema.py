@@ -1,44 +1,71 @@
-"""The Kubernetes schema data kept inside vcjob: complete, current, and self-contained."""
+"""Kubernetes definitions inlined as structural CRD schemas, as controller-gen embeds them."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+import json
 from typing import Any
+
+import pytest
 
 from shared import kubeschema
 
-ROOT = Path(__file__).resolve().parents[3]
+
+def _walk(node: dict[str, Any]) -> list[dict[str, Any]]:
+    out = [node]
+    for child in (node.get("properties") or {}).values():
+        out += _walk(child)
+    for key in ("items", "additionalProperties"):
+        if isinstance(node.get(key), dict):
+            out += _walk(node[key])
+    return out
 
 
-def _refs(node: Any) -> set[str]:
-    if isinstance(node, dict):
-        found = {node["$ref"].rsplit("/", 1)[-1]} if isinstance(node.get("$ref"), str) else set()
-        return found.union(*(_refs(v) for v in node.values()))
-    if isinstance(node, list):
-        return set().union(*(_refs(v) for v in node))
-    return set()
+def test_pod_template_spec_is_inlined_without_refs_or_descriptions() -> None:
+    schema = kubeschema.pod_template_spec_schema()
+    text = json.dumps(schema)
+    assert "$ref" not in text
+    assert '"description"' not in text
+    assert schema["properties"]["spec"]["required"] == ["containers"]
+    container = schema["properties"]["spec"]["properties"]["containers"]["items"]
+    assert container["required"] == ["name"]
+    assert "imagePullPolicy" in container["properties"]
 
 
-def test_pod_template_and_pvc_specs_are_whole() -> None:
-    definitions = kubeschema.load_definitions()
-    for root in kubeschema.ROOTS:
-        assert root in definitions
-    assert _refs(definitions) <= set(definitions)
-    pod_spec = definitions["io.k8s.api.core.v1.PodSpec"]
-    assert "containers" in pod_spec["required"]
-    assert "storageClassName" in definitions[kubeschema.PVC_SPEC]["properties"]
-    assert kubeschema.ref(kubeschema.PVC_SPEC) == {
-        "$ref": "#/$defs/io.k8s.api.core.v1.PersistentVolumeClaimSpec"
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (kubeschema.QUANTITY, kubeschema.QUANTITY_SCHEMA),
+        ("io.k8s.apimachinery.pkg.util.intstr.IntOrString", {"x-kubernetes-int-or-string": True}),
+        (kubeschema.OBJECT_META, kubeschema.EMBEDDED_META_SCHEMA),
+        ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", {"type": "string", "format": "date-time"}),
+    ],
+)
+def test_special_types(name: str, expected: dict[str, Any]) -> None:
+    assert kubeschema.structural(name) == expected
+
+
+def test_every_node_is_typed_or_int_or_string() -> None:
+    for schema in (
+        kubeschema.pod_template_spec_schema(),
+        kubeschema.structural(kubeschema.PVC_SPEC),
+    ):
+        for node in _walk(schema):
+            assert "type" in node or node.get("x-kubernetes-int-or-string"), node
+
+
+def test_each_call_returns_a_fresh_copy() -> None:
+    first = kubeschema.pod_template_spec_schema()
+    first["properties"].clear()
+    assert kubeschema.pod_template_spec_schema()["properties"]
+
+
+def test_resource_list_is_a_map_of_quantities() -> None:
+    assert kubeschema.resource_list_schema() == {
+        "type": "object",
+        "additionalProperties": kubeschema.QUANTITY_SCHEMA,
     }
 
 
-def test_the_data_file_matches_its_generator() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "generate_kubeschema.py"), "--check"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
+def test_definitions_are_read_once_and_complete() -> None:
+    assert kubeschema.definitions() is kubeschema.definitions()
+    assert kubeschema.POD_TEMPLATE_SPEC in kubeschema.definitions()
