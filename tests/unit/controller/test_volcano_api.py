@@ -465,4 +465,7 @@ def test_delayed_restart_partition_fires_once_for_the_partition() -> None:
     assert world.phase == "Restarting"
     assert sorted(world.pods) == ["j-worker-0", "j-worker-1"]
     assert world.status["retryCount"] == 1
+    world.step()
+    assert world.phase == "Pending"
+    assert world.status["retryCount"] == 1, "the partition's second timer never fires"
     assert not (world.memory or {}).get("timers")
