@@ -18,6 +18,7 @@ COPY shared ./shared
 COPY webhook ./webhook
 COPY controller ./controller
 COPY localcluster ./localcluster
+COPY vcctl ./vcctl
 RUN python -m pip wheel --wheel-dir /wheels .
 
 # ---- runtime: slim Python, the installed wheels, a non-root user, nothing to build with ---------
