@@ -18,6 +18,8 @@ class FakeKube:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, str]] = []
         self.missing: set[str] = set()
+        self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.queues: dict[str, dict[str, Any]] = {}
 
     def delete(self, res: Resource, namespace: str, name: str, **_: Any) -> None:
         self.calls.append(("delete", res.plural, name))
@@ -28,7 +30,14 @@ class FakeKube:
         self, res: Resource, namespace: str | None, name: str, patch: dict[str, Any], sub: str = ""
     ) -> dict[str, Any]:
         self.calls.append(("patch", f"{res.plural}/{sub}", name))
-        return {"kind": "Queue", "metadata": {"name": name}, "status": patch["status"]}
+        self.patches.append((name, patch))
+        current = self.queues.get(name) or {"kind": "Queue", "metadata": {"name": name}}
+        merged = {**current, **{k: v for k, v in patch.items() if k != "metadata"}}
+        if "metadata" in patch:
+            annotations = {**current["metadata"].get("annotations", {})}
+            annotations.update(patch["metadata"]["annotations"])
+            merged["metadata"] = {**current["metadata"], "annotations": annotations}
+        return merged
 
 
 class FakeRecorder:
@@ -70,6 +79,8 @@ def command(name: str, action: str, target: str) -> dict[str, Any]:
 def setup() -> tuple[QueueController, FakeKube, FakeRecorder]:
     kube, recorder = FakeKube(), FakeRecorder()
     controller = QueueController(kube, recorder, lambda: True)  # type: ignore[arg-type]
+    # The fake API answers patches from what the controller's informer holds.
+    kube.queues = controller.queues._store
     return controller, kube, recorder
 
 
@@ -125,3 +136,32 @@ def test_opening_under_a_closed_parent_fails_and_is_kept(setup: Any) -> None:
     controller.queues.put(queue("parent", "Open"))
     controller.sync("q")
     assert _state(controller, "q") == "Open"
+
+
+def test_closing_a_parent_closes_its_open_children_and_opening_it_reopens_them(
+    setup: Any,
+) -> None:
+    controller, _, _ = setup
+    controller.queues.put(queue("parent", "Open"))
+    controller.queues.put(queue("child", "Open", parent="parent"))
+    controller.queues.put(queue("closed-child", "Closed", parent="parent"))
+    controller.commands.put(command("c1", "CloseQueue", "parent"))
+    controller._take_command("command:default/c1")
+    controller.sync("parent")
+    assert _state(controller, "parent") == "Closed"
+    child = controller.queues.get("child")
+    assert child["metadata"]["annotations"] == {"volcano.sh/closed-by-parent": "true"}  # type: ignore[index]
+    assert "annotations" not in controller.queues.get("closed-child")["metadata"]  # type: ignore[index]
+    controller.sync("child")
+    assert _state(controller, "child") == "Closed"
+
+    controller.commands.put(command("c2", "OpenQueue", "parent"))
+    controller._take_command("command:default/c2")
+    controller.sync("parent")
+    controller.sync("child")
+    assert _state(controller, "child") == "Open"
+    child = controller.queues.get("child")
+    assert child["metadata"]["annotations"] == {"volcano.sh/closed-by-parent": "false"}  # type: ignore[index]
+    # The child its owner closed stays closed.
+    controller.sync("closed-child")
+    assert _state(controller, "closed-child") == "Closed"
