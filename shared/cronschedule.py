@@ -37,29 +37,10 @@ _ZONE_PART: Final = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
 _FIELD: Final = re.compile(r"^[A-Za-z0-9*?,/\-]+$")
 _WORD: Final = re.compile(r"[A-Za-z]+")
 # The only words robfig knows: month and day-of-week names.
-_NAMES: Final = frozenset(
-    [
-        "JAN",
-        "FEB",
-        "MAR",
-        "APR",
-        "MAY",
-        "JUN",
-        "JUL",
-        "AUG",
-        "SEP",
-        "OCT",
-        "NOV",
-        "DEC",
-        "SUN",
-        "MON",
-        "TUE",
-        "WED",
-        "THU",
-        "FRI",
-        "SAT",
-    ]
-)
+_NAMES: Final = frozenset({
+    "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
+    "SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT",
+})  # fmt: skip
 
 
 class ScheduleError(ValueError):
