@@ -35,6 +35,12 @@ EVERY: Final = "@every "
 _ZONE_PART: Final = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
 # robfig only knows these characters: croniter's extensions (L, W, #, seconds) are refused.
 _FIELD: Final = re.compile(r"^[A-Za-z0-9*?,/\-]+$")
+_WORD: Final = re.compile(r"[A-Za-z]+")
+# The only words robfig knows: month and day-of-week names.
+_NAMES: Final = frozenset({
+    "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
+    "SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT",
+})  # fmt: skip
 
 
 class ScheduleError(ValueError):
@@ -106,6 +112,9 @@ def parse_schedule(text: str) -> CronSchedule:
     for field in fields:
         if not _FIELD.match(field):
             raise ScheduleError(f"unsupported characters in field {field!r}")
+        for word in _WORD.findall(field):
+            if word.upper() not in _NAMES:
+                raise ScheduleError(f"unknown name {word!r} in field {field!r}")
     expression = " ".join(f.replace("?", "*") for f in fields)
     try:
         croniter(expression, datetime(2000, 1, 1, tzinfo=UTC))

@@ -89,7 +89,8 @@ class CronJobController:
         self.is_leader = is_leader
         self.clock: Clock = clock or RealClock()
         self.default_zone = default_zone or local_zone()
-        self.queue = WorkQueue(clock=self.clock)
+        # The work queue runs on real time; `clock` only says what time it is for the schedule.
+        self.queue = WorkQueue()
         self._workers = workers
         self._stop = threading.Event()
         self.cronjobs = Informer(kube, CRONJOBS, self._on_cronjob, self._stop)

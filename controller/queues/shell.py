@@ -13,7 +13,11 @@ from typing import Any, Final
 from controller.cronjob.informer import Informer, WireObject
 from controller.queues.state import (
     CLOSED,
+    CLOSED_BY_PARENT,
     Action,
+    Cascade,
+    QueueView,
+    cascade,
     next_state,
     podgroup_counts,
     queue_of_podgroup,
@@ -181,6 +185,7 @@ class QueueController:
         parent_state = ((parent or {}).get("status") or {}).get("state") if parent else None
         state = (queue.get("status") or {}).get("state")
         applied = 0
+        follow: list[Cascade] = []
         try:
             for text in [*actions, Action.SYNC.value]:
                 action = Action.of(text)
@@ -190,6 +195,10 @@ class QueueController:
                     self.recorder.record(queue, "Normal", action.value, f"{verb} queue succeed")
                 state = transition.state
                 applied = min(applied + 1, len(actions))
+                if transition.applied:
+                    follow += cascade(
+                        _view(queue), state, action, parent_state, self._children(name)
+                    )
         finally:
             # Carried-out actions are forgotten; a refused one stays for the retry.
             with self._lock:
@@ -197,6 +206,31 @@ class QueueController:
                 if not self._actions[name]:
                     self._actions.pop(name, None)
             self._write(queue, state, groups)
+        self._follow(follow)
+
+    def _children(self, name: str) -> list[QueueView]:
+        return [
+            _view(q) for q in self.queues.items() if (q.get("spec") or {}).get("parent") == name
+        ]
+
+    def _follow(self, requests: list[Cascade]) -> None:
+        """Mark queues closed (or no longer closed) by their parent, then queue their requests."""
+        done: set[tuple[str, Action]] = set()
+        for request in requests:
+            if (request.queue, request.action) in done:
+                continue
+            done.add((request.queue, request.action))
+            if request.mark is not None:
+                value = "true" if request.mark else "false"
+                patch = {"metadata": {"annotations": {CLOSED_BY_PARENT: value}}}
+                try:
+                    self.queues.put(self.kube.merge_patch(QUEUES, None, request.queue, patch))
+                except NotFoundError:
+                    continue
+            if request.action is not Action.SYNC:
+                with self._lock:
+                    self._actions[request.queue].append(request.action.value)
+                self.queue.add(request.queue)
 
     def _write(self, queue: WireObject, state: str | None, groups: list[WireObject]) -> None:
         wanted: dict[str, Any] = {"state": state or None, **podgroup_counts(groups)}
@@ -217,6 +251,16 @@ class QueueController:
 
 
 _COMMAND_PREFIX: Final = "command:"
+
+
+def _view(queue: WireObject) -> QueueView:
+    meta = queue.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    return QueueView(
+        name=str(meta.get("name") or ""),
+        state=(queue.get("status") or {}).get("state"),
+        closed_by_parent=str(annotations.get(CLOSED_BY_PARENT, "")).lower() == "true",
+    )
 
 
 def _command_key(command: WireObject) -> str:

@@ -80,3 +80,55 @@ def podgroup_counts(podgroups: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 def queue_of_podgroup(podgroup: dict[str, Any]) -> str:
     return str((podgroup.get("spec") or {}).get("queue") or DEFAULT_QUEUE)
+
+
+CLOSED_BY_PARENT: Final = "volcano.sh/closed-by-parent"
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """What the cascade needs to know of one queue."""
+
+    name: str
+    state: str | None
+    closed_by_parent: bool
+
+
+@dataclass(frozen=True)
+class Cascade:
+    """A request for another queue, and the closed-by-parent mark to set on it first."""
+
+    queue: str
+    action: Action
+    mark: bool | None = None
+
+
+def cascade(
+    queue: QueueView,
+    state: str,
+    action: Action,
+    parent_state: str | None,
+    children: Iterable[QueueView],
+) -> list[Cascade]:
+    """Requests that follow from `queue` reaching `state` through `action`: a parent that closes
+    closes its open children (marking them closed by their parent); a parent that opens reopens
+    the children it closed. A queue whose parent is Closing or Closed closes itself; one that
+    its parent closed reopens with the parent. The mark on `queue` itself is cleared once it is
+    Open."""
+    out: list[Cascade] = []
+    if action is Action.CLOSE and state in (CLOSING, CLOSED):
+        out += [
+            Cascade(c.name, Action.CLOSE, mark=True)
+            for c in children
+            if (c.state or OPEN) in (OPEN, UNKNOWN)
+        ]
+    elif action is Action.OPEN and state == OPEN:
+        out += [Cascade(c.name, Action.OPEN) for c in children if c.closed_by_parent]
+    elif action is Action.SYNC:
+        if parent_state in (CLOSING, CLOSED) and state in (OPEN, UNKNOWN):
+            out.append(Cascade(queue.name, Action.CLOSE, mark=True))
+        elif parent_state in (None, OPEN) and queue.closed_by_parent and state != OPEN:
+            out.append(Cascade(queue.name, Action.OPEN))
+    if state == OPEN and queue.closed_by_parent:
+        out.append(Cascade(queue.name, Action.SYNC, mark=False))
+    return out

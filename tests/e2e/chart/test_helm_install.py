@@ -24,6 +24,7 @@ CRDS = [
     "commands.bus.volcano.sh",
     "podgroups.scheduling.volcano.sh",
     "queues.scheduling.volcano.sh",
+    "cronjobs.batch.volcano.sh",
 ]
 MUTATING = "vcjob-mutating-webhook"
 VALIDATING = "vcjob-validating-webhook"

@@ -6,7 +6,10 @@ import pytest
 
 from controller.queues.state import (
     Action,
+    Cascade,
+    QueueView,
     StateError,
+    cascade,
     next_state,
     podgroup_counts,
     queue_of_podgroup,
@@ -76,3 +79,34 @@ def test_counts_and_queue_of_a_podgroup() -> None:
     ]
     assert podgroup_counts(groups) == {"pending": 1, "running": 1, "inqueue": 1}
     assert [queue_of_podgroup(g) for g in groups] == ["a", "a", "default"]
+
+
+def _q(name: str, state: str | None = "Open", marked: bool = False) -> QueueView:
+    return QueueView(name, state, marked)
+
+
+CASCADES = [
+    # queue, state after, action, parent state, children, requests
+    (_q("p"), "Closing", CLOSE, None, [_q("a"), _q("b", "Closed"), _q("c", None)],
+     [Cascade("a", CLOSE, True), Cascade("c", CLOSE, True)]),
+    (_q("p", "Closed"), "Open", OPEN, None, [_q("a", "Closed", True), _q("b", "Closed")],
+     [Cascade("a", OPEN)]),
+    (_q("q"), "Open", SYNC, "Closed", [], [Cascade("q", CLOSE, True)]),
+    (_q("q", "Closed", True), "Closed", SYNC, "Open", [], [Cascade("q", OPEN)]),
+    (_q("q", "Closed", True), "Closed", SYNC, "Closing", [], []),
+    (_q("q", "Closed"), "Closed", SYNC, "Open", [], []),
+    (_q("q", "Open", True), "Open", SYNC, "Open", [], [Cascade("q", SYNC, False)]),
+    (_q("q"), "Open", SYNC, None, [_q("a")], []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("queue", "state", "action", "parent", "children", "expected"), CASCADES)
+def test_cascade(
+    queue: QueueView,
+    state: str,
+    action: Action,
+    parent: str | None,
+    children: list[QueueView],
+    expected: list[Cascade],
+) -> None:
+    assert cascade(queue, state, action, parent, children) == expected
