@@ -48,6 +48,10 @@ from localcluster.simulator.client import (
 from localcluster.tools import PROJECT_ROOT, TOOLS_BIN
 from shared import certgen, crdgen
 from shared.labels import (
+    CRONJOB_MUTATE_PATH,
+    CRONJOB_MUTATING_WEBHOOK_NAME,
+    CRONJOB_VALIDATE_PATH,
+    CRONJOB_VALIDATING_WEBHOOK_NAME,
     DEFAULT_QUEUE,
     MUTATE_PATH,
     MUTATING_WEBHOOK_NAME,
@@ -156,7 +160,7 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
     ca_bundle = base64.b64encode(ca_pem).decode()
     labels = {"app.kubernetes.io/name": "vcjob", "app.kubernetes.io/component": "webhook"}
 
-    def hook(name: str, path: str, operations: list[str]) -> dict[str, Any]:
+    def hook(name: str, path: str, operations: list[str], resource: str = "jobs") -> dict[str, Any]:
         return {
             "name": name,
             "admissionReviewVersions": ["v1"],
@@ -170,7 +174,7 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
                     "apiGroups": ["batch.volcano.sh"],
                     "apiVersions": ["v1alpha1"],
                     "operations": operations,
-                    "resources": ["jobs"],
+                    "resources": [resource],
                     "scope": "Namespaced",
                 }
             ],
@@ -183,14 +187,26 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": MUTATING_CONFIG_NAME, "labels": labels},
         "webhooks": [
-            {**hook(MUTATING_WEBHOOK_NAME, MUTATE_PATH, ["CREATE"]), "reinvocationPolicy": "Never"}
+            {**hook(MUTATING_WEBHOOK_NAME, MUTATE_PATH, ["CREATE"]), "reinvocationPolicy": "Never"},
+            {
+                **hook(CRONJOB_MUTATING_WEBHOOK_NAME, CRONJOB_MUTATE_PATH, ["CREATE"], "cronjobs"),
+                "reinvocationPolicy": "Never",
+            },
         ],
     }
     validating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": VALIDATING_CONFIG_NAME, "labels": labels},
-        "webhooks": [hook(VALIDATING_WEBHOOK_NAME, VALIDATE_PATH, ["CREATE", "UPDATE"])],
+        "webhooks": [
+            hook(VALIDATING_WEBHOOK_NAME, VALIDATE_PATH, ["CREATE", "UPDATE"]),
+            hook(
+                CRONJOB_VALIDATING_WEBHOOK_NAME,
+                CRONJOB_VALIDATE_PATH,
+                ["CREATE", "UPDATE"],
+                "cronjobs",
+            ),
+        ],
     }
     return mutating, validating
 

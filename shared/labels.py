@@ -44,6 +44,10 @@ MUTATE_PATH: Final = "/mutate-batch-volcano-sh-v1alpha1-job"
 VALIDATE_PATH: Final = "/validate-batch-volcano-sh-v1alpha1-job"
 MUTATING_WEBHOOK_NAME: Final = "mutatejob.vcjob.volcano.sh"
 VALIDATING_WEBHOOK_NAME: Final = "validatejob.vcjob.volcano.sh"
+CRONJOB_MUTATE_PATH: Final = "/mutate-batch-volcano-sh-v1alpha1-cronjob"
+CRONJOB_VALIDATE_PATH: Final = "/validate-batch-volcano-sh-v1alpha1-cronjob"
+CRONJOB_MUTATING_WEBHOOK_NAME: Final = "mutatecronjob.vcjob.volcano.sh"
+CRONJOB_VALIDATING_WEBHOOK_NAME: Final = "validatecronjob.vcjob.volcano.sh"
 
 
 def pod_name(job: str, task: str, index: int) -> str:

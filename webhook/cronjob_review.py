@@ -22,8 +22,8 @@ from webhook.review import (
 )
 from webhook.settings import Settings
 
-MUTATE_PATH: Final = "/mutate-batch-volcano-sh-v1alpha1-cronjob"
-VALIDATE_PATH: Final = "/validate-batch-volcano-sh-v1alpha1-cronjob"
+MUTATE_PATH: Final = labels.CRONJOB_MUTATE_PATH
+VALIDATE_PATH: Final = labels.CRONJOB_VALIDATE_PATH
 CRONJOB_RESOURCE: Final = {
     "group": labels.BATCH_GROUP,
     "version": labels.BATCH_VERSION,

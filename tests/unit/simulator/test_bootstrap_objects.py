@@ -62,19 +62,22 @@ def test_webhook_configurations_match_the_chart() -> None:
     mutating, validating = webhook_configurations(9443, b"CA PEM")
     assert mutating["metadata"]["name"] == "vcjob-mutate"
     assert validating["metadata"]["name"] == "vcjob-validate"
-    (mutate,) = mutating["webhooks"]
-    (validate,) = validating["webhooks"]
-    assert mutate["rules"][0]["operations"] == ["CREATE"]
+    mutate, mutate_cron = mutating["webhooks"]
+    validate, validate_cron = validating["webhooks"]
+    assert mutate["rules"][0]["operations"] == mutate_cron["rules"][0]["operations"] == ["CREATE"]
     assert validate["rules"][0]["operations"] == ["CREATE", "UPDATE"]
-    for hook, path in (
-        (mutate, "/mutate-batch-volcano-sh-v1alpha1-job"),
-        (validate, "/validate-batch-volcano-sh-v1alpha1-job"),
+    assert validate_cron["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+    for hook, path, resource in (
+        (mutate, "/mutate-batch-volcano-sh-v1alpha1-job", "jobs"),
+        (validate, "/validate-batch-volcano-sh-v1alpha1-job", "jobs"),
+        (mutate_cron, "/mutate-batch-volcano-sh-v1alpha1-cronjob", "cronjobs"),
+        (validate_cron, "/validate-batch-volcano-sh-v1alpha1-cronjob", "cronjobs"),
     ):
         assert hook["clientConfig"]["url"] == f"https://127.0.0.1:9443{path}"
         assert base64.b64decode(hook["clientConfig"]["caBundle"]) == b"CA PEM"
         assert hook["rules"][0]["apiGroups"] == ["batch.volcano.sh"]
         assert hook["rules"][0]["apiVersions"] == ["v1alpha1"]
-        assert hook["rules"][0]["resources"] == ["jobs"]
+        assert hook["rules"][0]["resources"] == [resource]
         assert (hook["sideEffects"], hook["failurePolicy"], hook["timeoutSeconds"]) == (
             "None",
             "Fail",
