@@ -11,7 +11,7 @@ import copy
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -349,15 +349,32 @@ class Kube:
         """Watch events as dicts (`type`, `object`) until the server closes the stream.
 
         `on_open` receives the open response, so another thread can shut it down."""
+        yield from self.watch_path(
+            res.path(),
+            resource_version=resource_version,
+            query={"labelSelector": label_selector},
+            timeout_seconds=timeout_seconds,
+            on_open=on_open,
+        )
+
+    def watch_path(
+        self,
+        path: str,
+        *,
+        resource_version: str,
+        query: Mapping[str, Any] | None = None,
+        timeout_seconds: int = 300,
+        on_open: Callable[[Any], None] | None = None,
+    ) -> Iterator[WireObject]:
+        """`watch` for any collection path, with extra query parameters (selectors)."""
         self._limiter.take()
         query = {
+            **(query or {}),
             "watch": "true",
             "resourceVersion": resource_version,
             "allowWatchBookmarks": "true",
             "timeoutSeconds": timeout_seconds,
-            "labelSelector": label_selector,
         }
-        path = res.path()
         response = self._send("GET", path, query, None, "", (self._timeout[0], self._watch_idle))
         raw = response.response
         if on_open is not None:

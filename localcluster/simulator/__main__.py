@@ -9,9 +9,9 @@ import click
 
 from kubeio.signals import install_stop_signals
 from localcluster.simulator.client import KubeClient
-from localcluster.simulator.logconfig import LOG_FORMATS, configure_logging
 from localcluster.simulator.runner import Simulator
 from shared.duration import parse_duration
+from shared.logging import LOG_FORMATS, configure_logging
 
 log = logging.getLogger("localcluster.simulator")
 
@@ -33,7 +33,7 @@ log = logging.getLogger("localcluster.simulator")
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="json", show_default=True)
 def main(kubeconfig: Path, pod_runtime: str, scheduler_name: str, log_format: str) -> None:
     """Schedule and run pods on the simulated nodes until SIGTERM or Ctrl-C."""
-    configure_logging(log_format)
+    configure_logging(fmt=log_format)
     try:
         runtime = parse_duration(pod_runtime)
     except ValueError as err:

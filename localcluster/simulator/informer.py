@@ -8,8 +8,6 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import httpx
-
 from localcluster.simulator.client import ApiError, KubeClient, Resource, WatchExpiredError
 
 log = logging.getLogger(__name__)
@@ -82,7 +80,7 @@ class Informer:
             except WatchExpiredError:
                 log.info("watch expired, listing again", extra={"resource": self._resource.plural})
                 continue
-            except (ApiError, httpx.HTTPError, ValueError) as err:
+            except (ApiError, ValueError) as err:
                 if self._stop.is_set():
                     return
                 log.warning(
