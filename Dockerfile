@@ -15,6 +15,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY shared ./shared
+COPY kubeio ./kubeio
 COPY webhook ./webhook
 COPY controller ./controller
 COPY localcluster ./localcluster

@@ -16,8 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from localcluster.controllers.client import ApiClient, ApiError, ClusterAccess, Resource, group_of
 from localcluster.controllers.informer import ResourceWatch
 
@@ -214,7 +212,7 @@ class GarbageCollector(threading.Thread):
                     continue
                 try:
                     self._process(client, uid)
-                except (ApiError, httpx.HTTPError) as exc:
+                except ApiError as exc:
                     logger.info("garbage collection retried", extra={"uid": uid, "error": str(exc)})
                     self.queue.retry(uid)
                 except Exception:
@@ -224,7 +222,7 @@ class GarbageCollector(threading.Thread):
     def _discover(self, client: ApiClient) -> None:
         try:
             resources = client.discover()
-        except (ApiError, httpx.HTTPError) as exc:
+        except ApiError as exc:
             logger.warning("discovery failed", extra={"error": str(exc)})
             return
         with self._lock:

@@ -7,8 +7,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-
 from localcluster.controllers.client import ApiClient, ApiError, ClusterAccess, Resource
 
 logger = logging.getLogger(__name__)
@@ -52,6 +50,15 @@ class ResourceWatch(threading.Thread):
                 try:
                     self._list_and_watch(client)
                 except ApiError as exc:
+                    if exc.code == 0:  # no answer: the connection broke or timed out
+                        if self.stop.is_set():
+                            return
+                        logger.info(
+                            "watch interrupted",
+                            extra={"resource": self.resource.plural, "error": str(exc)},
+                        )
+                        self.stop.wait(RETRY_SECONDS)
+                        continue
                     if exc.code == 404:
                         self.on_sync(self.resource, [])
                         self.gone.set()
@@ -60,7 +67,7 @@ class ResourceWatch(threading.Thread):
                         "watch failed", extra={"resource": self.resource.plural, "error": str(exc)}
                     )
                     self.stop.wait(RETRY_SECONDS)
-                except (httpx.HTTPError, ValueError) as exc:
+                except ValueError as exc:
                     if self.stop.is_set():
                         return
                     logger.info(

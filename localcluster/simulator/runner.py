@@ -14,8 +14,6 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
-
 from localcluster.simulator import kubelet, nodes, scheduling
 from localcluster.simulator.client import (
     EVENTS,
@@ -133,7 +131,7 @@ class Simulator:
                 continue
             try:
                 step()
-            except (ApiError, httpx.HTTPError) as err:
+            except ApiError as err:
                 log.warning("scheduling round failed", extra={"error": str(err)})
             except Exception:
                 log.exception("scheduling round crashed")
@@ -228,7 +226,7 @@ class Simulator:
         try:
             # Best effort, one attempt: an event is not worth holding up the next binding.
             self._client.request("POST", EVENTS.path(binding.namespace), body=event, attempts=1)
-        except (ApiError, httpx.HTTPError) as err:
+        except ApiError as err:
             log.debug("event not recorded", extra={"pod": binding.pod, "error": str(err)})
 
     def _post_binding(self, binding: scheduling.Binding, uid: str) -> None:
@@ -333,11 +331,6 @@ class Simulator:
                     extra={"namespace": namespace, "pod": name, "error": str(err)},
                 )
             return
-        except httpx.HTTPError as err:
-            log.warning(
-                "pod update failed", extra={"namespace": namespace, "pod": name, "error": str(err)}
-            )
-            return
         if step.action in (kubelet.Action.START, kubelet.Action.RESTART):
             self._times[uid] = replace(self._times[uid], started=now)
         self.pods.observe(updated)
@@ -360,7 +353,7 @@ class Simulator:
                         {"status": {"conditions": nodes.heartbeat_conditions(node, now)}},
                         subresource="status",
                     )
-                except (ApiError, httpx.HTTPError) as err:
+                except ApiError as err:
                     log.warning("node heartbeat failed", extra={"node": name, "error": str(err)})
                     continue
                 self.nodes.observe(updated)

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
-
 from localcluster.controllers.client import ApiClient, ApiError, ClusterAccess, Resource
 from localcluster.controllers.gc import WorkQueue
 from localcluster.controllers.informer import ResourceWatch
@@ -205,7 +203,7 @@ class _WorkloadController(threading.Thread):
                     continue
                 try:
                     self.sync(client, key)
-                except (ApiError, httpx.HTTPError) as exc:
+                except ApiError as exc:
                     logger.info(
                         "workload sync retried",
                         extra={"controller": self.component, "key": key, "error": str(exc)},
@@ -253,7 +251,7 @@ class _WorkloadController(threading.Thread):
         body = event(obj, self.kind, reason, message, self.component, datetime.now(UTC))
         try:
             client.request("POST", EVENTS.path(str(meta_of(obj).get("namespace"))), body=body)
-        except (ApiError, httpx.HTTPError) as exc:
+        except ApiError as exc:
             logger.debug("event not recorded", extra={"reason": reason, "error": str(exc)})
 
     @staticmethod
