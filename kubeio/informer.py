@@ -103,6 +103,10 @@ class Reflector:
         self._thread = threading.Thread(target=self.run, name=f"watch-{self.kind}", daemon=True)
         self._thread.start()
 
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
     def run(self) -> None:
         backoff = 0.0
         while not self._stop.is_set():

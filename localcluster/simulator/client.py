@@ -36,6 +36,7 @@ class Resource:
     version: str
     plural: str
     namespaced: bool
+    kind: str = ""
 
     def path(
         self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
@@ -51,12 +52,14 @@ class Resource:
         return base
 
 
-PODS = Resource("", "v1", "pods", namespaced=True)
-NODES = Resource("", "v1", "nodes", namespaced=False)
+PODS = Resource("", "v1", "pods", namespaced=True, kind="Pod")
+NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
 EVENTS = Resource("", "v1", "events", namespaced=True)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)
-PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True)
+PODGROUPS = Resource(
+    "scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True, kind="PodGroup"
+)
 QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", namespaced=False)
 MUTATING_WEBHOOKS = Resource(
     "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", namespaced=False
@@ -111,6 +114,11 @@ class KubeClient:
         self._kube = Kube(self._api_client, qps=0, request_timeout=timeout)
         self._attempts = attempts
         self._closed = threading.Event()
+
+    @property
+    def kube(self) -> Kube:
+        """kubeio's client underneath (for kubeio's reflectors)."""
+        return self._kube
 
     def close(self) -> None:
         self._closed.set()
