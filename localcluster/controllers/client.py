@@ -12,24 +12,15 @@ from typing import Any
 
 from kubeio.client import Configuration, Kube, load_configuration, new_api_client
 from kubeio.errors import KubeError
+from localcluster.apierror import ApiError as ApiError  # the views raise it
 
 logger = logging.getLogger(__name__)
 
 JSON_PATCH = "application/json-patch+json"
 
 
-class ApiError(Exception):
-    """A non-2xx answer (code 0: no answer came); `status` is the server's Status object when
-    it sent one."""
-
-    def __init__(self, code: int, status: dict[str, Any]) -> None:
-        super().__init__(f"HTTP {code}: {status.get('message', '')}")
-        self.code = code
-        self.status = status
-
-
 def _api_error(exc: KubeError) -> ApiError:
-    return ApiError(exc.status, {"code": exc.status, "reason": exc.reason, "message": str(exc)})
+    return ApiError.from_kube(exc)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 from kubeio.client import Kube, load_api_client
 from kubeio.errors import KubeError
+from localcluster.apierror import ApiError as ApiError  # the views raise it
 
 log = logging.getLogger(__name__)
 
@@ -69,31 +70,12 @@ VALIDATING_WEBHOOKS = Resource(
 )
 
 
-class ApiError(Exception):
-    """A non-2xx answer; `status` is the server's Status object when it sent one."""
-
-    def __init__(self, code: int, status: Mapping[str, Any], method: str, path: str) -> None:
-        self.code = code
-        self.status = dict(status)
-        self.reason = str(status.get("reason", ""))
-        message = str(status.get("message", "")) or f"HTTP {code}"
-        super().__init__(f"{method} {path}: {code} {self.reason}: {message}")
-
-    @property
-    def not_found(self) -> bool:
-        return self.code == 404
-
-    @property
-    def already_exists(self) -> bool:
-        return self.code == 409 and self.reason == "AlreadyExists"
-
-
 class WatchExpiredError(Exception):
     """The watch's resourceVersion is older than the server's history (410 Gone): re-list."""
 
 
 def _api_error(exc: KubeError, method: str, path: str) -> ApiError:
-    return ApiError(exc.status, {"reason": exc.reason, "message": str(exc)}, method, path)
+    return ApiError.from_kube(exc, method, path)
 
 
 class KubeClient:
