@@ -380,7 +380,9 @@ class Controller:
             raise
         with self._memory_lock:
             self._memory[key] = _Memory(uid, plan.memory)
-        return plan.requeue_after, result.objects_written > 0
+        # A written phase is a decision whose effects the next reconcile carries out: go on at
+        # once (the watch echo of our own status write does not enqueue the job again).
+        return plan.requeue_after, result.objects_written > 0 or _phase_changed(job, plan)
 
     def _delete_orphan_commands(self, key: str, commands: list[dict[str, Any]]) -> None:
         """Commands whose Job does not exist can never run: delete them. The cache may lag
@@ -446,3 +448,10 @@ class Controller:
             return
         except KubeError as patch_error:
             log.warning("state message not written", extra={"job": key, "error": str(patch_error)})
+
+
+def _phase_changed(job: dict[str, Any], plan: Plan) -> bool:
+    if plan.status is None:
+        return False
+    before = ((job.get("status") or {}).get("state") or {}).get("phase")
+    return bool((plan.status.get("state") or {}).get("phase") != before)

@@ -11,7 +11,7 @@ import copy
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ from kubeio.errors import (
 WireObject = dict[str, Any]
 # The official client's connection object; the processes hold it only through this name.
 ApiClient = client.ApiClient
+Configuration = client.Configuration
 
 # (connect, read) seconds for ordinary calls; watches add their own server-side timeout.
 REQUEST_TIMEOUT = (5.0, 30.0)
@@ -74,6 +75,7 @@ NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "Netwo
 PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )
+QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 
 _BY_KIND = {
@@ -147,8 +149,9 @@ def pooled_copy(api_client: client.ApiClient, pool_size: int) -> client.ApiClien
     return client.ApiClient(configuration)
 
 
-def load_api_client(kubeconfig: str | None) -> client.ApiClient:
-    """An ApiClient from a kubeconfig file, or from the in-cluster service account when None."""
+def load_configuration(kubeconfig: str | None) -> client.Configuration:
+    """Server, trust and credentials from a kubeconfig file (exec and OIDC auth included), or
+    from the in-cluster service account when None."""
     configuration = client.Configuration()
     if kubeconfig:
         config.load_kube_config(  # type: ignore[no-untyped-call]
@@ -156,9 +159,20 @@ def load_api_client(kubeconfig: str | None) -> client.ApiClient:
         )
     else:
         config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    # Every worker and watch holds a connection; keep them pooled instead of reconnecting.
-    configuration.connection_pool_maxsize = 32
-    return client.ApiClient(configuration)
+    return configuration
+
+
+def new_api_client(configuration: client.Configuration, pool_size: int = 32) -> client.ApiClient:
+    """An ApiClient over its own copy of `configuration` with a pool of `pool_size` connections
+    (every worker and watch holds one; keep them pooled instead of reconnecting)."""
+    own = copy.deepcopy(configuration)
+    own.connection_pool_maxsize = pool_size
+    return client.ApiClient(own)
+
+
+def load_api_client(kubeconfig: str | None) -> client.ApiClient:
+    """An ApiClient from a kubeconfig file, or from the in-cluster service account when None."""
+    return new_api_client(load_configuration(kubeconfig))
 
 
 def _decode(data: bytes) -> Any:
@@ -349,15 +363,32 @@ class Kube:
         """Watch events as dicts (`type`, `object`) until the server closes the stream.
 
         `on_open` receives the open response, so another thread can shut it down."""
+        yield from self.watch_path(
+            res.path(),
+            resource_version=resource_version,
+            query={"labelSelector": label_selector},
+            timeout_seconds=timeout_seconds,
+            on_open=on_open,
+        )
+
+    def watch_path(
+        self,
+        path: str,
+        *,
+        resource_version: str,
+        query: Mapping[str, Any] | None = None,
+        timeout_seconds: int = 300,
+        on_open: Callable[[Any], None] | None = None,
+    ) -> Iterator[WireObject]:
+        """`watch` for any collection path, with extra query parameters (selectors)."""
         self._limiter.take()
         query = {
+            **(query or {}),
             "watch": "true",
             "resourceVersion": resource_version,
             "allowWatchBookmarks": "true",
             "timeoutSeconds": timeout_seconds,
-            "labelSelector": label_selector,
         }
-        path = res.path()
         response = self._send("GET", path, query, None, "", (self._timeout[0], self._watch_idle))
         raw = response.response
         if on_open is not None:

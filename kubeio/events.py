@@ -36,6 +36,44 @@ def unix_nanos(moment: datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 
 
+# client-go's EventAggregator: from the 10th Event of one object, type and reason with a distinct
+# message within 10 minutes on, they are combined into one Event that counts them.
+AGGREGATE_MAX_EVENTS = 10
+AGGREGATE_WINDOW_SECONDS = 600.0
+AGGREGATED_PREFIX = "(combined from similar events): "
+
+
+class SimilarEvents:
+    """Which Events to combine: per (object uid, type, reason), the distinct messages seen in
+    the current window."""
+
+    def __init__(
+        self,
+        max_events: int = AGGREGATE_MAX_EVENTS,
+        window_seconds: float = AGGREGATE_WINDOW_SECONDS,
+        remembered: int = _REMEMBERED,
+    ) -> None:
+        self._max = max_events
+        self._window = window_seconds
+        self._remembered = remembered
+        self._seen: OrderedDict[tuple[str, str, str], tuple[float, set[str]]] = OrderedDict()
+
+    def observe(self, similar: tuple[str, str, str], message: str, at: float) -> tuple[str, str]:
+        """(the message part of the Event's identity, the message to write): the message itself
+        while few distinct ones were seen, then one combined identity with a marked message."""
+        first, messages = self._seen.get(similar, (at, set()))
+        if at - first > self._window:
+            first, messages = at, set()
+        messages.add(message)
+        self._seen[similar] = (first, messages)
+        self._seen.move_to_end(similar)
+        while len(self._seen) > self._remembered:
+            self._seen.popitem(last=False)
+        if len(messages) >= self._max:
+            return "", AGGREGATED_PREFIX + message
+        return message, message
+
+
 def event_name(object_name: str, nanos: int) -> str:
     """client-go's `<object>.<unix nanoseconds in hex>`: names sort by time, so listings
     (and `kubectl describe`, which orders by name among equal timestamps) keep the order."""
@@ -63,6 +101,7 @@ class EventRecorder:
             None
         )
         self._last_nanos = 0
+        self._similar = SimilarEvents()
         self._thread: threading.Thread | None = None
         if asynchronous:
             self._pending = queue.Queue(maxsize=_BACKLOG)
@@ -116,15 +155,21 @@ class EventRecorder:
         meta = obj.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         uid = str(meta.get("uid") or "")
-        key = (uid, event_type, reason, message)
         with self._lock:
+            identity, message = self._similar.observe(
+                (uid, event_type, reason), message, moment.timestamp()
+            )
+            key = (uid, event_type, reason, identity)
             seen = self._seen.get(key)
         try:
             if seen is not None:
                 name, count = seen
                 try:
                     self._kube.merge_patch(
-                        EVENTS, namespace, name, {"count": count + 1, "lastTimestamp": now}
+                        EVENTS,
+                        namespace,
+                        name,
+                        {"count": count + 1, "lastTimestamp": now, "message": message},
                     )
                     self._remember(key, name, count + 1)
                     return

@@ -54,6 +54,7 @@ class Reflector:
         *,
         timeout_seconds: int = 300,
         max_backoff: float = 30.0,
+        end_when_missing: bool = False,
     ) -> None:
         self._kube = kube
         self._spec = spec
@@ -62,6 +63,10 @@ class Reflector:
         self._stop = stop
         self._timeout_seconds = timeout_seconds
         self._max_backoff = max_backoff
+        # A resource the server stops serving (its CRD deleted) ends the loop: `missing` is set
+        # after the store was emptied.
+        self._end_when_missing = end_when_missing
+        self.missing = threading.Event()
         self._synced = threading.Event()
         self._heartbeat = time.monotonic()
         self._thread: threading.Thread | None = None
@@ -103,6 +108,10 @@ class Reflector:
         self._thread = threading.Thread(target=self.run, name=f"watch-{self.kind}", daemon=True)
         self._thread.start()
 
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
     def run(self) -> None:
         backoff = 0.0
         while not self._stop.is_set():
@@ -116,6 +125,11 @@ class Reflector:
                 log.info("watch expired, relisting", extra={"kind": self.kind})
                 self._resource_version = None
             except NotFoundError:
+                if self._end_when_missing:
+                    self._enqueue(self._cache.replace_all(self.kind, []))
+                    self._synced.set()
+                    self.missing.set()
+                    return
                 # The server does not serve this resource: nothing to cache, look again later.
                 self._synced.set()
                 self._resource_version = None

@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from localcluster.simulator.images import parse_image_mapping
-from localcluster.simulator.logconfig import LOG_FORMATS, configure_logging
 from localcluster.simulator.nodes import NodeShape
 from localcluster.up import DEFAULT_CRDS_DIR, KUBECONFIG_FILE, LocalControlPlane, UpOptions
 from shared import quantity
 from shared.duration import parse_duration
+from shared.logging import LOG_FORMATS, configure_logging
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -200,7 +200,7 @@ def up_command(
     The kubeconfig is written to DIR/kubeconfig as soon as the API server answers; the ports, pids
     and log files of every component are in DIR/local.json once everything is ready.
     """
-    configure_logging(log_format)
+    configure_logging(fmt=log_format)
     options = UpOptions(
         dir=directory,
         port=port,

@@ -21,6 +21,7 @@ _STANDARD: Final = frozenset(vars(logging.LogRecord("", logging.INFO, "", 0, "",
     "color_message",  # uvicorn's ANSI-coloured copy of msg
 }
 _ROUTED_LOGGERS: Final = ("uvicorn", "uvicorn.error", "uvicorn.access", "kubernetes", "urllib3")
+LOG_FORMATS: Final = ("json", "text")
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def configure_logging(
     stream: TextIO | None = None,
 ) -> None:
     """Send every log record (ours, uvicorn's, the kubernetes client's) to one handler."""
-    if fmt not in ("json", "text"):
+    if fmt not in LOG_FORMATS:
         raise ValueError(f"log format must be json or text, not {fmt!r}")
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
@@ -82,5 +83,5 @@ def configure_logging(
         routed.disabled = False
     # The client libraries are chatty at debug level; keep them at warning unless asked.
     if root.level > logging.DEBUG:
-        logging.getLogger("urllib3").setLevel(logging.WARNING)
-        logging.getLogger("kubernetes").setLevel(logging.WARNING)
+        for chatty in ("urllib3", "kubernetes", "httpx"):
+            logging.getLogger(chatty).setLevel(logging.WARNING)

@@ -28,14 +28,10 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 def _api_client(kubeconfig: Path | None) -> Any:
-    """A kubernetes ApiClient from the kubeconfig, or the in-cluster service account."""
-    from kubernetes import client, config
+    """An API client from the kubeconfig, or the in-cluster service account (kubeio's loader)."""
+    from kubeio.client import load_api_client
 
-    if kubeconfig is not None:
-        return config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
-    configuration = client.Configuration()
-    config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    return client.ApiClient(configuration)
+    return load_api_client(str(kubeconfig) if kubeconfig is not None else None)
 
 
 def _start_self_managed_certs(

@@ -15,12 +15,12 @@ from typing import Any, Final, Protocol
 
 from pydantic import ValidationError
 
-from shared import labels
+from kubeio.client import QUEUES, ApiClient, Kube
+from kubeio.errors import KubeError, NotFoundError
 from shared.models import Queue
 
 log = logging.getLogger(__name__)
 
-PLURAL: Final = "queues"
 WATCH_TIMEOUT_SECONDS: Final = 300
 MISSING_CRD_RECHECK_SECONDS: Final = 30.0
 MAX_BACKOFF_SECONDS: Final = 30.0
@@ -45,56 +45,28 @@ class QueueSource(Protocol):
 
 
 class KubeQueueSource:
-    """Queues through the official client's CustomObjectsApi, as plain dicts."""
+    """Queues through kubeio's client, as plain dicts."""
 
-    def __init__(self, api_client: Any) -> None:
-        from kubernetes import client
-
-        self._api = client.CustomObjectsApi(api_client)
+    def __init__(self, api_client: ApiClient) -> None:
+        self._kube = Kube(api_client, qps=0)
 
     def list(self) -> tuple[list[dict[str, Any]], str]:
-        from kubernetes.client.exceptions import ApiException
-
         try:
-            result = self._api.list_cluster_custom_object(
-                labels.SCHEDULING_GROUP,
-                labels.SCHEDULING_VERSION,
-                PLURAL,
-                _request_timeout=(5, 30),
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                raise QueueCRDMissingError from exc
-            raise
-        if not isinstance(result, dict):
-            raise TypeError("the queue list is not an object")
-        items = [i for i in result.get("items", []) if isinstance(i, dict)]
-        return items, str(result.get("metadata", {}).get("resourceVersion", ""))
+            return self._kube.list(QUEUES)
+        except NotFoundError as exc:
+            raise QueueCRDMissingError from exc
 
     def watch(self, resource_version: str, timeout_seconds: int) -> Iterator[dict[str, Any]]:
-        from kubernetes import watch
-        from kubernetes.client.exceptions import ApiException
-
-        watcher = watch.Watch()  # type: ignore[no-untyped-call]
         try:
-            yield from watcher.stream(  # type: ignore[no-untyped-call]
-                self._api.list_cluster_custom_object,
-                labels.SCHEDULING_GROUP,
-                labels.SCHEDULING_VERSION,
-                PLURAL,
-                resource_version=resource_version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=timeout_seconds,
-                _request_timeout=(5, timeout_seconds + 15),
+            yield from self._kube.watch(
+                QUEUES, resource_version=resource_version, timeout_seconds=timeout_seconds
             )
-        except ApiException as exc:
+        except NotFoundError as exc:
+            raise QueueCRDMissingError from exc
+        except KubeError as exc:
             if exc.status == 410:
                 raise WatchExpiredError from exc
-            if exc.status == 404:
-                raise QueueCRDMissingError from exc
             raise
-        finally:
-            watcher.stop()  # type: ignore[no-untyped-call]
 
 
 class QueueCache:

@@ -21,7 +21,6 @@ import base64
 import binascii
 import contextlib
 import datetime as dt
-import json
 import logging
 import os
 import tempfile
@@ -34,9 +33,9 @@ from typing import Any, Final
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
-from kubernetes import client as kube_client
-from kubernetes.client.exceptions import ApiException
 
+from kubeio.client import ApiClient, Kube
+from kubeio.errors import AlreadyExistsError, ConflictError, NotFoundError
 from shared import certgen
 
 log = logging.getLogger(__name__)
@@ -335,7 +334,7 @@ class SelfManagedCerts:
 
     def __init__(
         self,
-        api_client: kube_client.ApiClient,
+        api_client: ApiClient,
         namespace: str,
         secret_name: str,
         dns_names: list[str],
@@ -354,7 +353,7 @@ class SelfManagedCerts:
             raise ValueError(
                 f"cert_days ({cert_days}) must be at least 1 and below ca_days ({ca_days})"
             )
-        self._api = api_client
+        self._kube = Kube(api_client, qps=0, request_timeout=REQUEST_TIMEOUT[1])
         self.namespace = namespace
         self.secret_name = secret_name
         self.dns_names = list(dns_names)
@@ -447,10 +446,8 @@ class SelfManagedCerts:
     def _read_secret(self) -> dict[str, Any] | None:
         try:
             return self._request("GET", self._secret_path(self.secret_name))
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
+        except NotFoundError:
+            return None
 
     def _store(self, secret: dict[str, Any] | None, material: Material) -> bool:
         """Compare-and-swap: False when someone else wrote the Secret since we read it."""
@@ -469,10 +466,8 @@ class SelfManagedCerts:
                 body = dict(secret)
                 body["data"] = {**(secret.get("data") or {}), **material.to_secret_data()}
                 self._request("PUT", self._secret_path(self.secret_name), body)
-        except ApiException as err:
-            if err.status == 409:
-                return False
-            raise
+        except (ConflictError, AlreadyExistsError):
+            return False
         return True
 
     # the files
@@ -497,14 +492,12 @@ class SelfManagedCerts:
             path = WEBHOOK_CONFIG_PATHS[kind].format(name=name)
             try:
                 config = self._request("GET", path)
-            except ApiException as err:
-                if err.status == 404:
-                    log.warning(
-                        "webhook configuration not found; caBundle not patched",
-                        extra={"kind": kind, "configuration": name},
-                    )
-                    continue
-                raise
+            except NotFoundError:
+                log.warning(
+                    "webhook configuration not found; caBundle not patched",
+                    extra={"kind": kind, "configuration": name},
+                )
+                continue
             operations = ca_bundle_patch(config, bundle)
             if operations:
                 self._request("PATCH", path, operations, "application/json-patch+json")
@@ -513,7 +506,7 @@ class SelfManagedCerts:
                     extra={"kind": kind, "configuration": name, "webhooks": len(operations) // 2},
                 )
 
-    # HTTP through the official client's connection pool and credentials, with plain dicts
+    # HTTP through kubeio's client (its connection pool, credentials and error classes)
 
     def _request(
         self,
@@ -522,28 +515,9 @@ class SelfManagedCerts:
         body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
-        serialized = self._api.param_serialize(
-            method=method,
-            resource_path=path,
-            header_params={"Content-Type": content_type, "Accept": "application/json"},
-            body=body,
-            auth_settings=["BearerToken"],
-        )
-        http_method, url, headers, payload = (
-            serialized[0],
-            serialized[1],
-            serialized[2],
-            serialized[3],
-        )
-        response = self._api.call_api(
-            http_method, url, header_params=headers, body=payload, _request_timeout=REQUEST_TIMEOUT
-        )
-        raw = response.read()  # type: ignore[no-untyped-call]
-        if response.status >= 400:
-            raise ApiException(http_resp=response)
-        decoded = json.loads(raw) if raw else {}
+        decoded = self._kube.request(method, path, body=body, content_type=content_type)
         if not isinstance(decoded, dict):
-            raise ApiException(status=response.status, reason=f"unexpected body for {path}")
+            raise TypeError(f"unexpected body for {method} {path}")
         return decoded
 
 

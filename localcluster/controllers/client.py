@@ -1,94 +1,45 @@
-"""A small synchronous Kubernetes API client for the local controllers: kubeconfig access,
-discovery, list, watch and writes, all on plain dicts."""
+"""The local controllers' synchronous view of the Kubernetes API over kubeio's client:
+kubeconfig access (loaded by the `kubernetes` package), discovery, list, watch and writes, all on
+plain dicts."""
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
-import ssl
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-import yaml
+from kubeio.client import Configuration, Kube, load_configuration, new_api_client
+from kubeio.errors import KubeError
+from localcluster.apierror import ApiError as ApiError  # the views raise it
 
 logger = logging.getLogger(__name__)
 
 JSON_PATCH = "application/json-patch+json"
 
 
-class ApiError(Exception):
-    """A non-2xx answer; `status` is the server's Status object when it sent one."""
-
-    def __init__(self, code: int, status: dict[str, Any]) -> None:
-        super().__init__(f"HTTP {code}: {status.get('message', '')}")
-        self.code = code
-        self.status = status
+def _api_error(exc: KubeError) -> ApiError:
+    return ApiError.from_kube(exc)
 
 
 @dataclass(frozen=True)
 class ClusterAccess:
     server: str
-    ssl_context: ssl.SSLContext | bool
-    headers: dict[str, str]
+    configuration: Configuration
     ca_pem: str = ""  # the cluster's CA (PEM) when the kubeconfig carries it
 
 
-def _pick(entries: list[dict[str, Any]], name: str, what: str) -> dict[str, Any]:
-    for entry in entries or []:
-        if entry.get("name") == name:
-            inner = entry.get(what)
-            return inner if isinstance(inner, dict) else {}
-    raise ValueError(f"kubeconfig: no {what} named {name!r}")
-
-
 def load_kubeconfig(path: Path) -> ClusterAccess:
-    """The current context's server, trust root and credentials."""
-    config = yaml.safe_load(path.read_text()) or {}
-    context = _pick(config.get("contexts", []), config.get("current-context", ""), "context")
-    cluster = _pick(config.get("clusters", []), context.get("cluster", ""), "cluster")
-    user: dict[str, Any] = {}
-    if context.get("user"):
-        user = _pick(config.get("users", []), context["user"], "user")
-    server = str(cluster.get("server", "")).rstrip("/")
+    """The current context's server, trust root and credentials (exec and OIDC included)."""
+    configuration = load_configuration(str(path))
+    server = str(configuration.host or "").rstrip("/")
     if not server:
         raise ValueError(f"kubeconfig {path}: the current context's cluster has no server")
-
-    verify: ssl.SSLContext | bool
     ca = ""
-    if cluster.get("certificate-authority-data"):
-        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
-    elif cluster.get("certificate-authority"):
-        ca = (path.parent / cluster["certificate-authority"]).read_text()
-    if cluster.get("insecure-skip-tls-verify"):
-        verify = False
-    elif ca:
-        verify = ssl.create_default_context(cadata=ca)
-    else:
-        verify = ssl.create_default_context()
-    if isinstance(verify, ssl.SSLContext):
-        _load_client_certificate(verify, user, path.parent)
-
-    headers = {"Accept": "application/json"}
-    if user.get("token"):
-        headers["Authorization"] = f"Bearer {user['token']}"
-    return ClusterAccess(server, verify, headers, ca)
-
-
-def _load_client_certificate(context: ssl.SSLContext, user: dict[str, Any], base: Path) -> None:
-    if user.get("client-certificate-data") and user.get("client-key-data"):
-        with tempfile.TemporaryDirectory() as tmp:
-            cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-            cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
-            key.touch(mode=0o600)
-            key.write_bytes(base64.b64decode(user["client-key-data"]))
-            context.load_cert_chain(cert, key)
-    elif user.get("client-certificate") and user.get("client-key"):
-        context.load_cert_chain(base / user["client-certificate"], base / user["client-key"])
+    if configuration.ssl_ca_cert:
+        ca = Path(configuration.ssl_ca_cert).read_text()
+    return ClusterAccess(server, configuration, ca)
 
 
 @dataclass(frozen=True)
@@ -122,16 +73,11 @@ class ApiClient:
     """Blocking calls to the API server; one instance per thread."""
 
     def __init__(self, access: ClusterAccess, timeout: float = 30.0) -> None:
-        self._client = httpx.Client(
-            base_url=access.server,
-            verify=access.ssl_context,
-            headers=access.headers,
-            timeout=timeout,
-            trust_env=False,
-        )
+        self._api_client = new_api_client(access.configuration, pool_size=4)
+        self._kube = Kube(self._api_client, qps=0, request_timeout=timeout)
 
     def close(self) -> None:
-        self._client.close()
+        self._api_client.close()  # type: ignore[no-untyped-call]
 
     def __enter__(self) -> ApiClient:
         return self
@@ -148,15 +94,12 @@ class ApiClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
-        content = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": content_type} if content is not None else None
-        answer = self._client.request(method, path, params=params, content=content, headers=headers)
         try:
-            data = answer.json()
-        except ValueError:
-            data = {"message": answer.text}
-        if answer.status_code >= 300:
-            raise ApiError(answer.status_code, data if isinstance(data, dict) else {})
+            data = self._kube.request(
+                method, path, query=params, body=body, content_type=content_type
+            )
+        except KubeError as exc:
+            raise _api_error(exc) from exc
         return data if isinstance(data, dict) else {}
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -189,26 +132,12 @@ class ApiClient:
         self, path: str, resource_version: str, timeout_seconds: int
     ) -> Iterator[dict[str, Any]]:
         """Watch events until the server ends the watch; an ERROR event is yielded as is."""
-        params = {
-            "watch": "true",
-            "resourceVersion": resource_version,
-            "allowWatchBookmarks": "true",
-            "timeoutSeconds": str(timeout_seconds),
-        }
-        timeout = httpx.Timeout(10.0, read=timeout_seconds + 10.0)
-        with self._client.stream("GET", path, params=params, timeout=timeout) as answer:
-            if answer.status_code >= 300:
-                answer.read()
-                try:
-                    status = answer.json()
-                except ValueError:
-                    status = {"message": answer.text}
-                raise ApiError(answer.status_code, status if isinstance(status, dict) else {})
-            for line in answer.iter_lines():
-                if line.strip():
-                    event = json.loads(line)
-                    if isinstance(event, dict):
-                        yield event
+        try:
+            yield from self._kube.watch_path(
+                path, resource_version=resource_version, timeout_seconds=timeout_seconds
+            )
+        except KubeError as exc:
+            raise _api_error(exc) from exc
 
     def discover(self) -> list[Resource]:
         """Every top-level resource that can be listed, watched and deleted."""

@@ -220,7 +220,7 @@ class CronJobController(_WorkloadController):
                 raise
             self.cronjobs.observe(updated)
         if decision.wake_in is not None:
-            self.queue.retry(key, decision.wake_in + 0.05)
+            self.queue.add_after(key, decision.wake_in + 0.05)
 
     def _delete(
         self, client: ApiClient, cronjob: Mapping[str, Any], job: Mapping[str, Any]

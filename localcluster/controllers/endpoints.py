@@ -15,8 +15,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
-
 from localcluster.controllers.client import ApiClient, ApiError, ClusterAccess
 
 log = logging.getLogger(__name__)
@@ -207,7 +205,7 @@ class EndpointsController(threading.Thread):
             while not self.stop.wait(ROUND_SECONDS):
                 try:
                     self.reconcile(client)
-                except (ApiError, httpx.HTTPError) as err:
+                except ApiError as err:
                     log.debug("endpoints round failed", extra={"error": str(err)})
                 except Exception:
                     log.exception("endpoints round crashed")

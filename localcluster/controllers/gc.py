@@ -16,8 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
+from kubeio.workqueue import WorkQueue
 from localcluster.controllers.client import ApiClient, ApiError, ClusterAccess, Resource, group_of
 from localcluster.controllers.informer import ResourceWatch
 
@@ -26,7 +25,6 @@ logger = logging.getLogger(__name__)
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 RESYNC_SECONDS = 10.0
-RETRY_SECONDS = 1.0
 REDISCOVER_SECONDS = 0.5
 REDISCOVER_WINDOW = 3.0
 #: Like kube's garbage collector, events are neither owners nor dependents worth watching.
@@ -144,48 +142,13 @@ class Graph:
             return list(self._nodes)
 
 
-class WorkQueue:
-    """Deduplicating queue of uids, with delayed retries."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._pending: dict[str, None] = {}
-        self._later: dict[str, float] = {}
-
-    def add(self, uids: Iterable[str]) -> None:
-        with self._cond:
-            for uid in uids:
-                if uid:
-                    self._pending[uid] = None
-            self._cond.notify_all()
-
-    def retry(self, uid: str, after: float = RETRY_SECONDS) -> None:
-        with self._cond:
-            self._later[uid] = time.monotonic() + after
-
-    def take(self, timeout: float) -> str | None:
-        with self._cond:
-            now = time.monotonic()
-            for uid, due in list(self._later.items()):
-                if due <= now:
-                    del self._later[uid]
-                    self._pending[uid] = None
-            if not self._pending:
-                self._cond.wait(timeout)
-            if not self._pending:
-                return None
-            uid = next(iter(self._pending))
-            del self._pending[uid]
-            return uid
-
-
 class GarbageCollector(threading.Thread):
     def __init__(self, access: ClusterAccess, stop: threading.Event) -> None:
         super().__init__(name="garbage-collector", daemon=True)
         self.access = access
         self.stop = stop
         self.graph = Graph()
-        self.queue = WorkQueue()
+        self.queue = WorkQueue()  # kubeio's: deduplicating, per-uid exponential backoff
         self._watches: dict[tuple[str, str], ResourceWatch] = {}
         self._synced: set[tuple[str, str]] = set()
         self._kinds: dict[tuple[str, str], Resource] = {}
@@ -203,28 +166,36 @@ class GarbageCollector(threading.Thread):
                 now = time.monotonic()
                 if now >= next_resync:
                     self._discover(client)
-                    self.queue.add(self.graph.all_uids())
+                    self._enqueue(self.graph.all_uids())
                     next_resync = now + RESYNC_SECONDS
                     next_discovery = now + REDISCOVER_SECONDS
                 elif now < self._rediscover_until and now >= next_discovery:
                     self._discover(client)
                     next_discovery = now + REDISCOVER_SECONDS
-                uid = self.queue.take(timeout=0.2)
+                uid = self.queue.get(timeout=0.2)
                 if uid is None:
                     continue
                 try:
                     self._process(client, uid)
-                except (ApiError, httpx.HTTPError) as exc:
+                    self.queue.forget(uid)
+                except ApiError as exc:
                     logger.info("garbage collection retried", extra={"uid": uid, "error": str(exc)})
-                    self.queue.retry(uid)
+                    self.queue.add_rate_limited(uid)
                 except Exception:
                     logger.exception("garbage collection failed", extra={"uid": uid})
-                    self.queue.retry(uid, RESYNC_SECONDS)
+                    self.queue.add_after(uid, RESYNC_SECONDS)
+                finally:
+                    self.queue.done(uid)
+
+    def _enqueue(self, uids: Iterable[str]) -> None:
+        for uid in uids:
+            if uid:
+                self.queue.add(uid)
 
     def _discover(self, client: ApiClient) -> None:
         try:
             resources = client.discover()
-        except (ApiError, httpx.HTTPError) as exc:
+        except ApiError as exc:
             logger.warning("discovery failed", extra={"error": str(exc)})
             return
         with self._lock:
@@ -256,7 +227,7 @@ class GarbageCollector(threading.Thread):
                 self._forget(uid)
         with self._lock:
             self._synced.add((resource.group, resource.plural))
-        self.queue.add(seen)
+        self._enqueue(seen)
 
     def _on_event(self, resource: Resource, kind: str, obj: dict[str, Any]) -> None:
         node = Node.of(resource, obj)
@@ -266,16 +237,16 @@ class GarbageCollector(threading.Thread):
             self._forget(node.uid)
             return
         old = self.graph.upsert(node)
-        self.queue.add([node.uid])
-        self.queue.add(str(r.get("uid", "")) for r in node.owners)
+        self._enqueue([node.uid])
+        self._enqueue(str(r.get("uid", "")) for r in node.owners)
         if old is not None:
-            self.queue.add(str(r.get("uid", "")) for r in old.owners)
+            self._enqueue(str(r.get("uid", "")) for r in old.owners)
 
     def _forget(self, uid: str) -> None:
         old = self.graph.remove(uid)
-        self.queue.add(d.uid for d in self.graph.dependents_of(uid))
+        self._enqueue(d.uid for d in self.graph.dependents_of(uid))
         if old is not None:
-            self.queue.add(str(r.get("uid", "")) for r in old.owners)
+            self._enqueue(str(r.get("uid", "")) for r in old.owners)
 
     def _all_synced(self) -> bool:
         with self._lock:
@@ -291,7 +262,7 @@ class GarbageCollector(threading.Thread):
             if (FOREGROUND in node.finalizers or ORPHAN in node.finalizers) and not (
                 self._all_synced()
             ):
-                self.queue.retry(uid, 0.2)
+                self.queue.add_after(uid, 0.2)
                 return
             if FOREGROUND in node.finalizers:
                 self._delete_dependents(client, node)
@@ -361,7 +332,7 @@ class GarbageCollector(threading.Thread):
 
     def _delete_dependents(self, client: ApiClient, owner: Node) -> None:
         dependents = self.graph.dependents_of(owner.uid)
-        self.queue.add(d.uid for d in dependents if not d.deleting)
+        self._enqueue(d.uid for d in dependents if not d.deleting)
         blocking = [
             d
             for d in dependents

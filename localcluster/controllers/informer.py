@@ -1,21 +1,19 @@
-"""List-then-watch loops: one thread per resource keeps a consumer informed of every change."""
+"""List-then-watch loops: one kubeio reflector per resource keeps a consumer informed of every
+change."""
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-import httpx
-
-from localcluster.controllers.client import ApiClient, ApiError, ClusterAccess, Resource
-
-logger = logging.getLogger(__name__)
+from kubeio.client import Kube, new_api_client
+from kubeio.client import Resource as KubeResource
+from kubeio.informer import Reflector, WatchSpec
+from localcluster.controllers.client import ClusterAccess, Resource
 
 #: The server ends each watch after this long; a new one starts from the last resourceVersion.
 WATCH_SECONDS = 10
-RETRY_SECONDS = 1.0
 
 # (resource, event type, object). Types: ADDED, MODIFIED, DELETED, and SYNC for every object of
 # a fresh list (after which the consumer drops objects of that resource it did not see).
@@ -23,11 +21,18 @@ EventHandler = Callable[[Resource, str, dict[str, Any]], None]
 SyncHandler = Callable[[Resource, list[dict[str, Any]]], None]
 
 
-class ResourceWatch(threading.Thread):
-    """Lists a resource, then watches it from the list's resourceVersion, forever.
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}")
 
-    A watch that expires (410 Gone) or breaks starts over with a fresh list. A resource that
-    disappears (404, e.g. its CRD was deleted) ends the thread after reporting an empty list.
+
+class ResourceWatch:
+    """Lists a resource, then watches it from the list's resourceVersion, forever (kubeio's
+    reflector: bookmarks followed, a 410 Gone re-lists, a broken stream resumes).
+
+    Events are told apart the way client-go's informers do it, from what was seen before: an
+    object not seen yet is ADDED, a known one MODIFIED. A resource that disappears (404, e.g.
+    its CRD was deleted) ends the watch after reporting an empty list; `gone` is then set.
     """
 
     def __init__(
@@ -38,55 +43,60 @@ class ResourceWatch(threading.Thread):
         on_event: EventHandler,
         stop: threading.Event,
     ) -> None:
-        super().__init__(name=f"watch-{resource.plural}.{resource.group}", daemon=True)
         self.access = access
         self.resource = resource
         self.on_sync = on_sync
         self.on_event = on_event
         self.stop = stop
-        self.gone = threading.Event()
+        self._known: set[str] = set()
+        self._lock = threading.Lock()
+        watched = KubeResource(
+            resource.group,
+            resource.version,
+            resource.plural,
+            resource.kind,
+            namespaced=resource.namespaced,
+        )
+        kube = Kube(new_api_client(access.configuration, pool_size=2), qps=0)
+        self._reflector = Reflector(
+            kube,
+            WatchSpec(watched),
+            self,
+            lambda _keys: None,
+            stop,
+            timeout_seconds=WATCH_SECONDS,
+            end_when_missing=True,
+        )
+        self.gone = self._reflector.missing
 
-    def run(self) -> None:
-        with ApiClient(self.access) as client:
-            while not self.stop.is_set() and not self.gone.is_set():
-                try:
-                    self._list_and_watch(client)
-                except ApiError as exc:
-                    if exc.code == 404:
-                        self.on_sync(self.resource, [])
-                        self.gone.set()
-                        return
-                    logger.warning(
-                        "watch failed", extra={"resource": self.resource.plural, "error": str(exc)}
-                    )
-                    self.stop.wait(RETRY_SECONDS)
-                except (httpx.HTTPError, ValueError) as exc:
-                    if self.stop.is_set():
-                        return
-                    logger.info(
-                        "watch interrupted",
-                        extra={"resource": self.resource.plural, "error": str(exc)},
-                    )
-                    self.stop.wait(RETRY_SECONDS)
-                except Exception:
-                    # A consumer bug must not silently end the watch: log it and start over.
-                    logger.exception(
-                        "watch handler failed", extra={"resource": self.resource.plural}
-                    )
-                    self.stop.wait(RETRY_SECONDS)
+    def start(self) -> None:
+        self._reflector.start()
 
-    def _list_and_watch(self, client: ApiClient) -> None:
-        items, version = client.list_all(self.resource.path())
-        self.on_sync(self.resource, items)
-        while not self.stop.is_set():
-            for event in client.watch(self.resource.path(), version, WATCH_SECONDS):
-                kind, obj = event.get("type", ""), event.get("object") or {}
-                if kind == "ERROR":
-                    if obj.get("code") == 410:
-                        return  # expired: list again
-                    raise ApiError(int(obj.get("code") or 500), obj)
-                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                if kind in ("ADDED", "MODIFIED", "DELETED"):
-                    self.on_event(self.resource, kind, obj)
-                if self.stop.is_set():
-                    return
+    def join(self, timeout: float | None = None) -> None:
+        self._reflector.join(timeout if timeout is not None else 30.0)
+
+    def is_alive(self) -> bool:
+        return self._reflector.alive()
+
+    # --- the reflector's store ------------------------------------------------------------------
+
+    def replace_all(self, kind: str, items: Iterable[dict[str, Any]]) -> set[str]:
+        listed = list(items)
+        with self._lock:
+            self._known = {_key(obj) for obj in listed}
+        self.on_sync(self.resource, listed)
+        return set()
+
+    def upsert(self, kind: str, obj: dict[str, Any]) -> str | None:
+        key = _key(obj)
+        with self._lock:
+            event = "MODIFIED" if key in self._known else "ADDED"
+            self._known.add(key)
+        self.on_event(self.resource, event, obj)
+        return None
+
+    def remove(self, kind: str, obj: dict[str, Any]) -> str | None:
+        with self._lock:
+            self._known.discard(_key(obj))
+        self.on_event(self.resource, "DELETED", obj)
+        return None

@@ -295,7 +295,7 @@ class JobController(_WorkloadController):
         started = parse_time(status.get("startTime"))
         if deadline is not None and started is not None and finished_condition(job) is None:
             remaining = (started + timedelta(seconds=as_int(deadline)) - now).total_seconds()
-            self.queue.retry(key, max(remaining, 0.0) + 0.05)
+            self.queue.add_after(key, max(remaining, 0.0) + 0.05)
 
     def _delete_pod(
         self, client: ApiClient, job: Mapping[str, Any], pod: Mapping[str, Any]
@@ -321,7 +321,7 @@ class JobController(_WorkloadController):
         self, client: ApiClient, job: Mapping[str, Any], expiry: datetime, now: datetime
     ) -> None:
         if now < expiry:
-            self.queue.retry(object_key(job), (expiry - now).total_seconds() + 0.05)
+            self.queue.add_after(object_key(job), (expiry - now).total_seconds() + 0.05)
             return
         meta = meta_of(job)
         try:

@@ -15,8 +15,6 @@ import threading
 import time
 from typing import Any
 
-import httpx
-
 from localcluster.controllers.client import ApiClient, ApiError, ClusterAccess, Resource
 from localcluster.controllers.informer import ResourceWatch
 
@@ -65,7 +63,7 @@ class NamespaceController(threading.Thread):
                         return
                     try:
                         self._sweep(client, name)
-                    except (ApiError, httpx.HTTPError) as exc:
+                    except ApiError as exc:
                         logger.info(
                             "namespace cleanup retried",
                             extra={"namespace": name, "error": str(exc)},
@@ -128,7 +126,7 @@ class NamespaceController(threading.Thread):
                 except ApiError as exc:
                     if exc.code != 409:  # AlreadyExists: the user's own is kept
                         raise
-        except (ApiError, httpx.HTTPError) as exc:
+        except ApiError as exc:
             # 403/404: the namespace is going or gone; anything else is tried again.
             if not (isinstance(exc, ApiError) and exc.code in (403, 404)):
                 logger.info(

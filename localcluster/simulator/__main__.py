@@ -10,10 +10,10 @@ import click
 from kubeio.signals import install_stop_signals
 from localcluster.simulator.client import KubeClient
 from localcluster.simulator.images import image_mappings
-from localcluster.simulator.logconfig import LOG_FORMATS, configure_logging
 from localcluster.simulator.runner import Simulator
 from localcluster.simulator.runtime import ProcessRuntime, runtime_available
 from shared.duration import parse_duration
+from shared.logging import LOG_FORMATS, configure_logging
 
 log = logging.getLogger("localcluster.simulator")
 
@@ -55,7 +55,7 @@ def main(
     run_images: tuple[str, ...],
 ) -> None:
     """Schedule and run pods on the simulated nodes until SIGTERM or Ctrl-C."""
-    configure_logging(log_format)
+    configure_logging(fmt=log_format)
     try:
         runtime = parse_duration(pod_runtime)
     except ValueError as err:

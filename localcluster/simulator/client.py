@@ -1,4 +1,4 @@
-"""A small JSON client of the Kubernetes REST API, built from a kubeconfig.
+"""The local cluster's JSON view of the Kubernetes REST API, over kubeio's client.
 
 Objects stay plain dicts end to end. Transient failures (connection errors, timeouts, 5xx, 429 and
 the injected 409s of a fault-injecting server) are retried with backoff, so callers see either a
@@ -18,9 +18,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import httpx
-from kubernetes import client as kube_client
-from kubernetes import config as kube_config
+from kubeio.client import Kube, load_api_client
+from kubeio.errors import KubeError
+from localcluster.apierror import ApiError as ApiError  # the views raise it
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,7 @@ class Resource:
     version: str
     plural: str
     namespaced: bool
+    kind: str = ""
 
     def path(
         self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
@@ -52,12 +53,14 @@ class Resource:
         return base
 
 
-PODS = Resource("", "v1", "pods", namespaced=True)
-NODES = Resource("", "v1", "nodes", namespaced=False)
+PODS = Resource("", "v1", "pods", namespaced=True, kind="Pod")
+NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
 EVENTS = Resource("", "v1", "events", namespaced=True)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)
-PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True)
+PODGROUPS = Resource(
+    "scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True, kind="PodGroup"
+)
 QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", namespaced=False)
 MUTATING_WEBHOOKS = Resource(
     "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", namespaced=False
@@ -67,39 +70,19 @@ VALIDATING_WEBHOOKS = Resource(
 )
 
 
-class ApiError(Exception):
-    """A non-2xx answer; `status` is the server's Status object when it sent one."""
-
-    def __init__(self, code: int, status: Mapping[str, Any], method: str, path: str) -> None:
-        self.code = code
-        self.status = dict(status)
-        self.reason = str(status.get("reason", ""))
-        message = str(status.get("message", "")) or f"HTTP {code}"
-        super().__init__(f"{method} {path}: {code} {self.reason}: {message}")
-
-    @property
-    def not_found(self) -> bool:
-        return self.code == 404
-
-    @property
-    def already_exists(self) -> bool:
-        return self.code == 409 and self.reason == "AlreadyExists"
-
-
 class WatchExpiredError(Exception):
     """The watch's resourceVersion is older than the server's history (410 Gone): re-list."""
 
 
-def _status_of(response: httpx.Response) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        return {"message": response.text[:500]}
-    return body if isinstance(body, dict) else {"message": str(body)[:500]}
+def _api_error(exc: KubeError, method: str, path: str) -> ApiError:
+    return ApiError.from_kube(exc, method, path)
 
 
 class KubeClient:
-    """Thread-safe (httpx.Client is) JSON access to one API server."""
+    """JSON access to one API server with retries on transient failures, through kubeio's
+    client (kubeconfig loading, TLS and auth by the `kubernetes` package). Every failure is
+    an `ApiError` (code 0 when no answer came); a watch whose resourceVersion expired raises
+    `WatchExpiredError`."""
 
     def __init__(
         self,
@@ -108,38 +91,20 @@ class KubeClient:
         attempts: int = 8,
         timeout: float = 5.0,
     ) -> None:
-        configuration = kube_client.Configuration()
-        kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig), client_configuration=configuration, persist_config=False
-        )
-        self.server = configuration.host.rstrip("/")
-        headers = {"Accept": "application/json", "User-Agent": "vcjob-localcluster"}
-        keys = configuration.api_key or {}
-        # The client names the kubeconfig's token "BearerToken" (older releases "authorization").
-        token = keys.get("BearerToken") or keys.get("authorization")
-        if token:
-            prefix = (configuration.api_key_prefix or {}).get("authorization")
-            headers["Authorization"] = f"{prefix} {token}" if prefix else token
-        verify: bool | str = configuration.ssl_ca_cert or True
-        if not configuration.verify_ssl:
-            verify = False
-        cert = None
-        if configuration.cert_file and configuration.key_file:
-            cert = (configuration.cert_file, configuration.key_file)
+        self._api_client = load_api_client(str(kubeconfig))
+        self.server = str(self._api_client.configuration.host).rstrip("/")
+        self._kube = Kube(self._api_client, qps=0, request_timeout=timeout)
         self._attempts = attempts
-        self._timeout = timeout
-        self._http = httpx.Client(
-            base_url=self.server,
-            headers=headers,
-            verify=verify,
-            cert=cert,
-            timeout=httpx.Timeout(timeout),
-        )
         self._closed = threading.Event()
+
+    @property
+    def kube(self) -> Kube:
+        """kubeio's client underneath (for kubeio's reflectors)."""
+        return self._kube
 
     def close(self) -> None:
         self._closed.set()
-        self._http.close()
+        self._api_client.close()  # type: ignore[no-untyped-call]
 
     def __enter__(self) -> KubeClient:
         return self
@@ -167,30 +132,23 @@ class KubeClient:
     ) -> dict[str, Any]:
         """One API call with retries on transient failures; returns the decoded JSON body."""
         attempts = attempts or self._attempts
-        content = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": content_type} if content is not None else {}
         delay = 0.1
         for attempt in range(1, attempts + 1):
             try:
-                response = self._http.request(
-                    method, path, params=params, content=content, headers=headers
+                decoded = self._kube.request(
+                    method, path, query=dict(params or {}), body=body, content_type=content_type
                 )
-            except httpx.TransportError as err:
-                if attempt == attempts or self._closed.is_set():
-                    raise
-                log.debug("api call failed, retrying", extra={"path": path, "error": str(err)})
-            else:
-                if response.is_success:
-                    decoded = response.json() if response.content else {}
-                    return decoded if isinstance(decoded, dict) else {"items": decoded}
-                status = _status_of(response)
-                retryable = response.status_code in RETRYABLE_CODES or (
-                    retry_conflicts
-                    and response.status_code == 409
-                    and status.get("reason") != "AlreadyExists"
+            except KubeError as err:
+                retryable = (
+                    err.status in RETRYABLE_CODES
+                    or (err.status == 0 and not self._closed.is_set())
+                    or (retry_conflicts and err.status == 409 and err.reason != "AlreadyExists")
                 )
                 if not retryable or attempt == attempts:
-                    raise ApiError(response.status_code, status, method, path)
+                    raise _api_error(err, method, path) from err
+                log.debug("api call failed, retrying", extra={"path": path, "error": str(err)})
+            else:
+                return decoded if isinstance(decoded, dict) else {"items": decoded}
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable: the last attempt returns or raises")
@@ -284,31 +242,24 @@ class KubeClient:
     ) -> Iterator[dict[str, Any]]:
         """Watch events from `resource_version` until the server ends the stream.
 
-        Raises WatchExpiredError on 410 Gone (as a status code or an ERROR event), ApiError on other
-        failures, httpx errors when the connection breaks.
+        Raises WatchExpiredError on 410 Gone (as a status code or an ERROR event), ApiError on
+        other failures (code 0 when the connection broke).
         """
-        query = {
-            "watch": "true",
-            "resourceVersion": resource_version,
-            "allowWatchBookmarks": "true",
-            "timeoutSeconds": str(timeout_seconds),
-            **(params or {}),
-        }
-        timeout = httpx.Timeout(self._timeout, read=timeout_seconds + 15.0)
         path = resource.path(namespace)
-        with self._http.stream("GET", path, params=query, timeout=timeout) as response:
-            if response.status_code == 410:
-                raise WatchExpiredError(path)
-            if not response.is_success:
-                response.read()
-                raise ApiError(response.status_code, _status_of(response), "WATCH", path)
-            for line in response.iter_lines():
-                if not line.strip():
-                    continue
-                event = json.loads(line)
+        try:
+            for event in self._kube.watch_path(
+                path,
+                resource_version=resource_version,
+                query=dict(params or {}),
+                timeout_seconds=timeout_seconds,
+            ):
                 if event.get("type") == "ERROR":
                     status = event.get("object") or {}
                     if status.get("code") == 410:
                         raise WatchExpiredError(path)
                     raise ApiError(int(status.get("code") or 500), status, "WATCH", path)
                 yield event
+        except KubeError as err:
+            if err.status == 410:
+                raise WatchExpiredError(path) from err
+            raise _api_error(err, "WATCH", path) from err

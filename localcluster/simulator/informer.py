@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import httpx
-
-from localcluster.simulator.client import ApiError, KubeClient, Resource, WatchExpiredError
+from kubeio.client import Resource as KubeResource
+from kubeio.informer import Reflector, WatchSpec
+from localcluster.simulator.client import KubeClient, Resource
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +32,8 @@ def resource_version(obj: Mapping[str, Any]) -> int:
 class Informer:
     """Mirrors every object of `resource` in memory and calls `on_change` after each change.
 
-    Lists, then watches from the list's resourceVersion; a 410 Gone or a broken stream leads to a
-    fresh list, exactly what client-go's reflector does.
+    kubeio's reflector lists, then watches from the list's resourceVersion (following
+    bookmarks; a 410 Gone re-lists, a broken stream resumes), and feeds this store.
     """
 
     def __init__(
@@ -53,15 +53,31 @@ class Informer:
         # writes must not bring a deleted object back.
         self._tombstones: dict[str, int] = {}
         self.synced = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"informer-{resource.plural}", daemon=True
-        )
+        self._reflector: Reflector | None = None
 
     def start(self) -> None:
-        self._thread.start()
+        kind = self._resource.kind or self._resource.plural
+        watched = KubeResource(
+            self._resource.group,
+            self._resource.version,
+            self._resource.plural,
+            kind,
+            namespaced=self._resource.namespaced,
+        )
+        self._reflector = Reflector(
+            self._client.kube,
+            WatchSpec(watched),
+            self,
+            lambda _keys: self._on_change(),
+            self._stop,
+            timeout_seconds=random.randint(30, 60),
+        )
+        self._reflector.start()
 
     def join(self, timeout: float) -> None:
-        self._thread.join(timeout)
+        if self._reflector is not None:
+            self._reflector.close()
+            self._reflector.join(timeout)
 
     def snapshot(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -70,27 +86,6 @@ class Informer:
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             return self._objects.get(key)
-
-    def _run(self) -> None:
-        backoff = 0.2
-        while not self._stop.is_set():
-            try:
-                version = self._list()
-                backoff = 0.2
-                while not self._stop.is_set():
-                    version = self._watch(version)
-            except WatchExpiredError:
-                log.info("watch expired, listing again", extra={"resource": self._resource.plural})
-                continue
-            except (ApiError, httpx.HTTPError, ValueError) as err:
-                if self._stop.is_set():
-                    return
-                log.warning(
-                    "list or watch failed, retrying",
-                    extra={"resource": self._resource.plural, "error": str(err)},
-                )
-                self._stop.wait(backoff * (0.5 + random.random()))
-                backoff = min(backoff * 2, 5.0)
 
     def observe(self, obj: Mapping[str, Any]) -> None:
         """Take an object the server returned to one of our own writes."""
@@ -107,33 +102,25 @@ class Informer:
         if current is None or version >= resource_version(current):
             self._objects[key] = obj
 
-    def _list(self) -> str:
-        listing = self._client.list(self._resource)
-        objects = {object_key(item): item for item in listing.get("items") or []}
+    # --- the reflector's store ------------------------------------------------------------------
+
+    def replace_all(self, kind: str, items: Iterable[dict[str, Any]]) -> set[str]:
+        objects = {object_key(item): item for item in items}
         with self._lock:
             self._objects = objects
             self._tombstones = {}
         self.synced.set()
-        self._on_change()
-        return str(listing.get("metadata", {}).get("resourceVersion", ""))
+        return set(objects)
 
-    def _watch(self, since: str) -> str:
-        """Apply watch events from `since`; returns the last resourceVersion seen."""
-        timeout = random.randint(30, 60)
-        for event in self._client.watch(self._resource, since, timeout_seconds=timeout):
-            if self._stop.is_set():
-                break
-            kind = event.get("type")
-            obj = event.get("object") or {}
-            since = str(obj.get("metadata", {}).get("resourceVersion", since))
-            if kind == "BOOKMARK":
-                continue
-            key = object_key(obj)
-            with self._lock:
-                if kind == "DELETED":
-                    self._objects.pop(key, None)
-                    self._tombstones[key] = resource_version(obj)
-                else:
-                    self._keep_newer(key, obj)
-            self._on_change()
-        return since
+    def upsert(self, kind: str, obj: dict[str, Any]) -> str | None:
+        key = object_key(obj)
+        with self._lock:
+            self._keep_newer(key, obj)
+        return key
+
+    def remove(self, kind: str, obj: dict[str, Any]) -> str | None:
+        key = object_key(obj)
+        with self._lock:
+            self._objects.pop(key, None)
+            self._tombstones[key] = resource_version(obj)
+        return key

@@ -14,8 +14,6 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
-
 from localcluster.simulator import kubelet, nodes, scheduling, work
 from localcluster.simulator.client import (
     EVENTS,
@@ -139,7 +137,7 @@ class Simulator:
                 continue
             try:
                 step()
-            except (ApiError, httpx.HTTPError) as err:
+            except ApiError as err:
                 log.warning("scheduling round failed", extra={"error": str(err)})
             except Exception:
                 log.exception("scheduling round crashed")
@@ -266,7 +264,7 @@ class Simulator:
         }
         try:
             self._client.request("POST", EVENTS.path(event.namespace), body=body, attempts=1)
-        except (ApiError, httpx.HTTPError) as err:
+        except ApiError as err:
             log.debug("event not recorded", extra={"podgroup": event.name, "error": str(err)})
 
     def _bind(self, binding: scheduling.Binding) -> None:
@@ -300,7 +298,7 @@ class Simulator:
         try:
             # Best effort, one attempt: an event is not worth holding up the next binding.
             self._client.request("POST", EVENTS.path(binding.namespace), body=event, attempts=1)
-        except (ApiError, httpx.HTTPError) as err:
+        except ApiError as err:
             log.debug("event not recorded", extra={"pod": binding.pod, "error": str(err)})
 
     def _post_binding(self, binding: scheduling.Binding, uid: str) -> None:
@@ -414,11 +412,6 @@ class Simulator:
                     extra={"namespace": namespace, "pod": name, "error": str(err)},
                 )
             return
-        except httpx.HTTPError as err:
-            log.warning(
-                "pod update failed", extra={"namespace": namespace, "pod": name, "error": str(err)}
-            )
-            return
         if step.action in (kubelet.Action.START, kubelet.Action.RESTART):
             self._times[uid] = replace(self._times[uid], started=now)
         self.pods.observe(updated)
@@ -441,7 +434,7 @@ class Simulator:
                         {"status": {"conditions": nodes.heartbeat_conditions(node, now)}},
                         subresource="status",
                     )
-                except (ApiError, httpx.HTTPError) as err:
+                except ApiError as err:
                     log.warning("node heartbeat failed", extra={"node": name, "error": str(err)})
                     continue
                 self.nodes.observe(updated)

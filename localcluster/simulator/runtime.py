@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
-import httpx
 import yaml
 
 from localcluster.simulator import podenv, podstatus, probes, volumes
@@ -216,7 +216,7 @@ class PodWorker:
                             "volume": volume.get("name"),
                         },
                     )
-        except (volumes.VolumeError, ApiError, httpx.HTTPError) as err:
+        except (volumes.VolumeError, ApiError) as err:
             for run in self.containers:
                 if run.process is None:
                     run.waiting = ("ContainerCreating", f"MountVolume.SetUp failed: {err}")
@@ -281,7 +281,7 @@ class PodWorker:
             env = podenv.container_environment(
                 self.pod, run.spec, self.runtime.config_map_data, self.runtime.secret_data, base
             )
-        except (podenv.ContainerConfigError, ApiError, httpx.HTTPError) as err:
+        except (podenv.ContainerConfigError, ApiError) as err:
             run.waiting = ("CreateContainerConfigError", str(err))
             return
         argv = [podenv.expand(a, env) for a in container_argv(run.spec, mapping)]
@@ -506,8 +506,6 @@ class PodWorker:
             if not err.not_found:
                 log.warning("pod removal failed", extra={"pod": self.pod_name, "error": str(err)})
                 return False
-        except httpx.HTTPError:
-            return False
         log.info("pod deleted", extra={"namespace": self.namespace, "pod": self.pod_name})
         return True
 
@@ -531,7 +529,7 @@ class PodWorker:
             self.runtime.client.patch(
                 PODS, self.pod_name, {"status": status}, self.namespace, subresource="status"
             )
-        except (ApiError, httpx.HTTPError) as err:
+        except ApiError as err:
             log.warning("pod status update failed", extra={"pod": self.pod_name, "error": str(err)})
             return
         self._last_status = status
@@ -554,7 +552,7 @@ class ProcessRuntime:
         self.stop = stop
         document = yaml.safe_load(kubeconfig.read_text())
         cluster = document["clusters"][0]["cluster"]
-        self.api_port = int(httpx.URL(cluster["server"]).port or 443)
+        self.api_port = urlsplit(cluster["server"]).port or 443
         self.ca_pem = base64.b64decode(cluster.get("certificate-authority-data", "")).decode()
         self.forwarder = Forwarder()
         self._workers: dict[str, PodWorker] = {}

@@ -11,10 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
-
+from kubeio.workqueue import WorkQueue
 from localcluster.controllers.client import ApiClient, ApiError, ClusterAccess, Resource
-from localcluster.controllers.gc import WorkQueue
 from localcluster.controllers.informer import ResourceWatch
 from localcluster.controllers.workloads.objects import (
     DEPLOYMENTS,
@@ -198,24 +196,32 @@ class _WorkloadController(threading.Thread):
                     self.stop.wait(0.1)
                     continue
                 if time.monotonic() >= next_resync:
-                    self.queue.add(self._primary.keys())
+                    self._enqueue(self._primary.keys())
                     next_resync = time.monotonic() + RESYNC_SECONDS
-                key = self.queue.take(timeout=0.2)
+                key = self.queue.get(timeout=0.2)
                 if key is None:
                     continue
                 try:
                     self.sync(client, key)
-                except (ApiError, httpx.HTTPError) as exc:
+                    self.queue.forget(key)
+                except ApiError as exc:
                     logger.info(
                         "workload sync retried",
                         extra={"controller": self.component, "key": key, "error": str(exc)},
                     )
-                    self.queue.retry(key)
+                    self.queue.add_rate_limited(key)
                 except Exception:
                     logger.exception(
                         "workload sync failed", extra={"controller": self.component, "key": key}
                     )
-                    self.queue.retry(key, RESYNC_SECONDS)
+                    self.queue.add_after(key, RESYNC_SECONDS)
+                finally:
+                    self.queue.done(key)
+
+    def _enqueue(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            if key:
+                self.queue.add(key)
 
     def sync(self, client: ApiClient, key: str) -> None:
         raise NotImplementedError
@@ -225,7 +231,7 @@ class _WorkloadController(threading.Thread):
     def _on_sync(self, resource: Resource, items: list[dict[str, Any]]) -> None:
         watched = self._watched[(resource.group, resource.plural)]
         watched.cache.replace(items)
-        self.queue.add(self._keys_for(watched, items))
+        self._enqueue(self._keys_for(watched, items))
 
     def _on_event(self, resource: Resource, kind: str, obj: dict[str, Any]) -> None:
         watched = self._watched[(resource.group, resource.plural)]
@@ -233,7 +239,7 @@ class _WorkloadController(threading.Thread):
             watched.cache.forget(obj)
         else:
             watched.cache.observe(obj)
-        self.queue.add(self._keys_for(watched, [obj]))
+        self._enqueue(self._keys_for(watched, [obj]))
 
     @staticmethod
     def _keys_for(watched: _Watched, objects: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -253,7 +259,7 @@ class _WorkloadController(threading.Thread):
         body = event(obj, self.kind, reason, message, self.component, datetime.now(UTC))
         try:
             client.request("POST", EVENTS.path(str(meta_of(obj).get("namespace"))), body=body)
-        except (ApiError, httpx.HTTPError) as exc:
+        except ApiError as exc:
             logger.debug("event not recorded", extra={"reason": reason, "error": str(exc)})
 
     @staticmethod
@@ -298,7 +304,7 @@ class ReplicaSetController(_WorkloadController):
                 raise
             self.replicasets.observe(updated)
         if recheck is not None:
-            self.queue.retry(key, recheck + 0.05)
+            self.queue.add_after(key, recheck + 0.05)
 
     def _manage(self, client: ApiClient, rs: dict[str, Any]) -> None:
         namespace = str(meta_of(rs).get("namespace"))

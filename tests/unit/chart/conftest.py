@@ -52,6 +52,7 @@ class FakeApiClient:
         self,
         method: str,
         resource_path: str,
+        query_params: list[tuple[str, Any]] | None = None,
         header_params: dict[str, str] | None = None,
         body: Any = None,
         auth_settings: list[str] | None = None,

@@ -212,3 +212,14 @@ def test_a_command_is_kept_while_the_cache_has_not_seen_its_new_job(harness: Any
     ctl.cache.upsert("Command", command)
     ctl.process(KEY)
     assert kube.names("commands") == ["c"]
+
+
+def test_a_written_phase_is_followed_up_at_once(harness: Any) -> None:
+    """The effects of a decision come in the next reconcile; our own status write's watch echo
+    does not enqueue the job, so the runner does."""
+    ctl, _planner, _kube = harness
+    ctl.process(KEY)  # writes phase Running on a job without one
+    assert ctl.queue.get(timeout=0) == KEY
+    ctl.queue.done(KEY)
+    ctl.process(KEY)  # the same status again: nothing to follow up
+    assert ctl.queue.get(timeout=0) is None

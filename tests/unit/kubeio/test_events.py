@@ -10,7 +10,7 @@ import pytest
 
 from kubeio.client import Resource
 from kubeio.clock import ManualClock
-from kubeio.events import EventRecorder, event_name, unix_nanos
+from kubeio.events import EventRecorder, SimilarEvents, event_name, unix_nanos
 
 
 class Events:
@@ -72,3 +72,34 @@ def test_a_repeat_counts_on_the_first_event() -> None:
     event = next(iter(kube.objects.values()))
     assert event["count"] == 2
     assert event["lastTimestamp"] > event["firstTimestamp"]
+
+
+def test_similar_events_are_combined_from_the_tenth_distinct_message_on() -> None:
+    kube = Events()
+    clock = ManualClock()
+    recorder = EventRecorder(kube, "me", clock)  # type: ignore[arg-type]
+    for i in range(12):
+        clock.advance(1)
+        recorder.record(JOB, "Warning", "FailedCreatePod", f"create j-w-{i}: Invalid")
+    events = sorted(kube.objects.values(), key=lambda e: int(e["metadata"]["name"][2:], 16))
+    assert [e["count"] for e in events] == [1] * 9 + [3]
+    combined = events[-1]
+    assert combined["message"] == "(combined from similar events): create j-w-11: Invalid"
+
+
+@pytest.mark.parametrize(
+    ("messages", "gap", "combined"),
+    [
+        (9, 1.0, False),
+        (10, 1.0, True),
+        (10, 100.0, False),  # the 10 minutes start over: no combining
+    ],
+    ids=["nine distinct", "ten distinct", "spread over more than the window"],
+)
+def test_similar_events_window(messages: int, gap: float, combined: bool) -> None:
+    similar = SimilarEvents()
+    last = ("", "")
+    for i in range(messages):
+        last = similar.observe(("u", "Warning", "R"), f"m{i}", i * gap)
+    assert last[1].startswith("(combined") is combined
+    assert (last[0] == "") is combined

@@ -97,3 +97,48 @@ def test_gone_relists_and_records_pods_that_vanished_meanwhile() -> None:
     assert api.watch_from[:2] == ["10", "30"]
     assert [p["metadata"]["name"] for p in cache.view("ns/j").pods] == ["b"]
     assert [e.pod["metadata"]["name"] for e in cache.take_edges("ns/j")] == ["a"]
+
+
+class _Recorder:
+    """A store that records what the reflector hands it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def replace_all(self, kind: str, items: Any) -> set[str]:
+        self.calls.append(("replace_all", len(list(items))))
+        return set()
+
+    def upsert(self, kind: str, obj: dict[str, Any]) -> str | None:
+        self.calls.append(("upsert", 1))
+        return None
+
+    def remove(self, kind: str, obj: dict[str, Any]) -> str | None:
+        self.calls.append(("remove", 1))
+        return None
+
+
+class _Missing:
+    def list(self, res: Any, **_: Any) -> Any:
+        from kubeio.errors import NotFoundError
+
+        raise NotFoundError("the server could not find the requested resource", 404, "NotFound")
+
+
+def test_a_resource_no_longer_served_empties_the_store_and_ends_the_loop() -> None:
+    store = _Recorder()
+    stop = threading.Event()
+    reflector = Reflector(
+        _Missing(),  # type: ignore[arg-type]
+        WatchSpec(PODS),
+        store,
+        lambda _keys: None,
+        stop,
+        end_when_missing=True,
+    )
+    reflector.start()
+    assert reflector.missing.wait(5.0)
+    reflector.join(5.0)
+    assert not reflector.alive()
+    assert store.calls == [("replace_all", 0)]
+    stop.set()
