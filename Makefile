@@ -39,14 +39,18 @@ demo: install tools
 	@echo "==> starting the local control plane and running the demo"
 	$(PY) -m localcluster.demo
 
-# Every benchmark figure of docs/benchmarks.md and docs/elastic.md (about 40 minutes on 2 cores).
+# Every benchmark figure of docs/benchmarks.md and docs/elastic.md (about an hour on 2 cores).
 bench: install tools
 	$(PY) bench/webhook.py
 	$(PY) bench/controller.py
 	$(PY) bench/scale.py
 	$(PY) bench/scale.py --jobs 1000 --replicas 100 --resync 20s
-	$(PY) bench/elastic_trace.py
+	$(PY) bench/elastic_trace.py --max-step 16 --min-growth 0.5
 	$(PY) bench/elastic_plot.py --trace
+	$(PY) bench/elastic_trace.py --max-step 16 --min-growth 0.5 \
+		--trace bench/traces/philly-60-busy.json --record docs/elastic-trace-busy-run.json
+	$(PY) bench/elastic_plot.py --trace --input docs/elastic-trace-busy-run.json \
+		--output docs/elastic-trace-busy.png
 
 crds: install
 	$(VENV)/bin/vcjob crds --write charts/vcjob/files/crds
