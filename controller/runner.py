@@ -8,6 +8,7 @@ keeps failing.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import logging
 import threading
@@ -37,6 +38,7 @@ from kubeio.client import (
     SERVICES,
     ApiClient,
     Kube,
+    WireObject,
     pooled_copy,
 )
 from kubeio.clock import Clock, RealClock
@@ -409,20 +411,7 @@ class Controller:
         state = (job.get("status") or {}).get("state") or {}
         if state.get("message") == message:
             return  # written already: writing it again would wake this job up in a loop
-        meta = job["metadata"]
-        try:
-            patched = self.kube.merge_patch(
-                JOBS,
-                meta["namespace"],
-                meta["name"],
-                {"status": {"state": {"message": message}}},
-                sub="status",
-            )
-        except KubeError as patch_error:
-            log.warning("state message not written", extra={"job": key, "error": str(patch_error)})
-            return
-        patched.setdefault("kind", "Job")
-        self.cache.store_written("Job", patched)
+        self._write_state_message(key, job, message)
 
     def _report_failures(self, key: str, failures: int, exc: BaseException) -> None:
         threshold = self.settings.failures_before_warning
@@ -433,21 +422,22 @@ class Controller:
             return
         message = f"reconcile failed {failures} times in a row, retrying: {exc}"[:1024]
         self.recorder.record(job, "Warning", "ReconcileFailing", message)
-        meta = job["metadata"]
+        self._write_state_message(key, job, message)
+
+    def _write_state_message(self, key: str, job: WireObject, message: str) -> None:
+        """Best effort, with the same status PUT as every status write (a stale copy gets a 409
+        and the next failure writes it again)."""
+        body = copy.deepcopy(job)
+        body.setdefault("status", {}).setdefault("state", {})["message"] = message
         try:
-            patched = self.kube.merge_patch(
-                JOBS,
-                meta["namespace"],
-                meta["name"],
-                {"status": {"state": {"message": message}}},
-                sub="status",
-            )
-            patched.setdefault("kind", "Job")
-            self.cache.store_written("Job", patched)
+            written = self.kube.replace_status(JOBS, job["metadata"]["namespace"], body)
         except NotFoundError:
             return
-        except KubeError as patch_error:
-            log.warning("state message not written", extra={"job": key, "error": str(patch_error)})
+        except KubeError as write_error:
+            log.warning("state message not written", extra={"job": key, "error": str(write_error)})
+            return
+        written.setdefault("kind", "Job")
+        self.cache.store_written("Job", written)
 
 
 def _phase_changed(job: dict[str, Any], plan: Plan) -> bool:

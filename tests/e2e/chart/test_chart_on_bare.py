@@ -150,6 +150,67 @@ def test_jobs_run_to_completion_through_the_chart(installed: LocalCluster) -> No
         "get", "secret", "done-ssh", check=False).returncode != 0)  # fmt: skip
 
 
+def test_cronjobs_and_queue_commands_through_the_chart(installed: LocalCluster) -> None:
+    """The chart's CronJob and Queue controllers work with the chart's grants: a CronJob starts
+    its Job, and closing a parent queue marks its child closed by the parent."""
+    job = yaml.safe_load(job_manifest("unused", replicas=1))
+    cronjob = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "CronJob",
+        "metadata": {"name": "every"},
+        "spec": {
+            "schedule": "@every 5s",
+            "concurrencyPolicy": "Forbid",
+            "jobTemplate": {"spec": job["spec"]},
+        },
+    }
+    installed.kubectl("create", "-f", "-", input=yaml.safe_dump(cronjob))
+
+    def owned_jobs() -> list[dict[str, Any]]:
+        return [
+            j
+            for j in kubectl_json(installed, "vcjob")["items"]
+            if any(o.get("name") == "every" for o in j["metadata"].get("ownerReferences") or [])
+        ]
+
+    wait_for("the CronJob to start a Job", lambda: bool(owned_jobs()))
+    wait_for("the CronJob's status", lambda: bool(
+        kubectl_json(installed, "cronjob.batch.volcano.sh", "every").get("status", {}).get(
+            "lastScheduleTime")))  # fmt: skip
+    installed.kubectl("delete", "cronjob.batch.volcano.sh", "every", "--wait=false")
+
+    for name, parent in (("lp-parent", None), ("lp-child", "lp-parent")):
+        queue: dict[str, Any] = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"weight": 1, **({"parent": parent} if parent else {})},
+        }
+        installed.kubectl("create", "-f", "-", input=yaml.safe_dump(queue))
+    uid = kubectl_json(installed, "queue", "lp-parent")["metadata"]["uid"]
+    target = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "name": "lp-parent",
+        "uid": uid,
+    }
+    command = {
+        "apiVersion": "bus.volcano.sh/v1alpha1",
+        "kind": "Command",
+        "metadata": {"generateName": "lp-parent-closequeue-", "namespace": "default"},
+        "target": target,
+        "action": "CloseQueue",
+    }
+    installed.kubectl("create", "-f", "-", input=yaml.safe_dump(command))
+
+    def child_closed() -> bool:
+        child = kubectl_json(installed, "queue", "lp-child")
+        annotations = child["metadata"].get("annotations") or {}
+        return annotations.get("volcano.sh/closed-by-parent") == "true"
+
+    wait_for("the child queue to be closed by its parent", child_closed)
+
+
 def test_scaling_suspending_and_ttl(installed: LocalCluster, tmp_path: Path) -> None:
     long_running = {"sim.vcjob.io/runtime": "60s"}
     manifest = job_manifest("scaled", plugins={"svc": [], "ssh": []}, annotations=long_running)

@@ -453,13 +453,15 @@ def test_controller_rbac_covers_what_it_does() -> None:
         "delete",
         "create",
     }
-    # patch: the message of a reconcile that keeps failing.
-    assert verbs(role, "batch.volcano.sh", "jobs/status") == {"update", "patch"}
+    assert verbs(role, "batch.volcano.sh", "jobs/status") == {"update"}
+    assert verbs(role, "batch.volcano.sh", "cronjobs") == {"list", "watch"}
+    assert verbs(role, "batch.volcano.sh", "cronjobs/status") == {"patch"}
+    assert verbs(role, "scheduling.volcano.sh", "queues/status") == {"patch"}
     assert verbs(role, "", "pods") == {"list", "watch", "create", "delete", "patch"}
     assert verbs(role, "bus.volcano.sh", "commands") == {"list", "watch", "delete"}
     assert "create" in verbs(role, "scheduling.volcano.sh", "podgroups")
     # The queue controller keeps Queue states.
-    assert verbs(role, "scheduling.volcano.sh", "queues") == {"get", "list", "watch", "patch"}
+    assert verbs(role, "scheduling.volcano.sh", "queues") == {"list", "watch", "patch"}
     for resource in ("services", "configmaps", "secrets", "persistentvolumeclaims"):
         assert "create" in verbs(role, "", resource), resource
     # The ssh Secret is written by name: the controller reads no Secret.
