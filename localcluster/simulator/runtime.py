@@ -89,6 +89,7 @@ class ContainerRun:
     started: bool = False
     probes: dict[str, probes.ProbeTracker] = field(default_factory=dict)
     kill_deadline: float | None = None
+    backing_off: bool = False
 
     @property
     def name(self) -> str:
@@ -98,14 +99,18 @@ class ContainerRun:
         return self.process is not None and self.process.poll() is None
 
     def view(self, uid: str) -> podstatus.ContainerView:
+        last = {"terminated": self.last_terminated} if self.last_terminated else {}
         if self.running():
             state: dict[str, Any] = {"running": {"startedAt": self.started_at}}
+        elif self.backing_off and self.terminated is not None:
+            reason, message = self.waiting
+            state = {"waiting": {"reason": reason, "message": message}}
+            last = {"terminated": self.terminated}
         elif self.terminated is not None:
             state = {"terminated": self.terminated}
         else:
             reason, message = self.waiting
             state = {"waiting": {"reason": reason, **({"message": message} if message else {})}}
-        last = {"terminated": self.last_terminated} if self.last_terminated else {}
         digest = hashlib.sha256(f"{uid}/{self.name}/{self.restart_count}".encode()).hexdigest()
         return podstatus.ContainerView(
             name=self.name,
@@ -363,6 +368,7 @@ class PodWorker:
             return
         now = time.monotonic()
         if now < run.restart_due:
+            run.backing_off = True
             delay = podstatus.restart_delay(run.restart_count)
             run.waiting = (
                 "CrashLoopBackOff",
@@ -372,6 +378,7 @@ class PodWorker:
             return
         run.last_terminated = run.terminated
         run.terminated = None
+        run.backing_off = False
         run.restart_count += 1
         self._start(run)
 
