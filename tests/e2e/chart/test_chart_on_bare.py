@@ -10,8 +10,10 @@ Every wait is bounded; the module takes about two minutes.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
+import ssl
 import subprocess
 import threading
 import time
@@ -21,11 +23,13 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
 
 from localcluster.apiserver.audit import read_audit_log
 from localcluster.leastprivilege import chart_grants, refused, unused_grants
 from localcluster.testing import LocalCluster, running_cluster, vcjob_executable
 from localcluster.tools import PROJECT_ROOT
+from shared import certgen
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -211,6 +215,51 @@ def test_helm_test_runs_its_pod(installed: LocalCluster, helm_home: Path) -> Non
     done = helm(installed, helm_home, "test", RELEASE, "-n", NAMESPACE, "--logs",
                 "--timeout", f"{WAIT:.0f}s")  # fmt: skip
     assert "PASS: the webhook denied the invalid Job" in done.stdout
+
+
+def test_certificates_rotate_through_the_secret(installed: LocalCluster) -> None:
+    """A new CA (published beside the old one, as a rotation does) and a serving pair it signed,
+    written into the webhook's Secret, are adopted by every webhook pod at its next sync (about a
+    minute): caBundle, served certificate, and admission keeps working."""
+    secret = kubectl_json(installed, "secret", "vcjob-webhook-tls", "-n", NAMESPACE)
+    old_cas = base64.b64decode(secret["data"]["ca.crt"])
+    names = ["vcjob-webhook", f"vcjob-webhook.{NAMESPACE}", f"vcjob-webhook.{NAMESPACE}.svc"]
+    bundle = certgen.issue([*names, f"vcjob-webhook.{NAMESPACE}.svc.cluster.local"])
+    data = {
+        "ca.crt": bundle.ca.cert_pem + old_cas,
+        "ca.key": bundle.ca.key_pem,
+        "tls.crt": bundle.serving.cert_pem,
+        "tls.key": bundle.serving.key_pem,
+    }
+    patch = {"data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
+    installed.kubectl(
+        "patch", "secret", "vcjob-webhook-tls", "-n", NAMESPACE, "-p", json.dumps(patch)
+    )
+    new_serving = x509.load_pem_x509_certificate(bundle.serving.cert_pem)
+
+    def adopted() -> bool:
+        config = kubectl_json(
+            installed, "validatingwebhookconfiguration", "vcjob-validating-webhook"
+        )
+        if any(
+            bundle.ca.cert_pem not in base64.b64decode(w["clientConfig"].get("caBundle", ""))
+            for w in config["webhooks"]
+        ):
+            return False
+        pods = kubectl_json(installed, "pods", "-n", NAMESPACE, "-l",
+                            "app.kubernetes.io/component=webhook")["items"]  # fmt: skip
+        for pod in pods:
+            try:
+                served = ssl.get_server_certificate((pod["status"]["podIP"], 9443), timeout=5)
+            except OSError:
+                return False
+            if x509.load_pem_x509_certificate(served.encode()) != new_serving:
+                return False
+        return True
+
+    wait_for("every webhook pod to serve the new certificate", adopted, timeout=100)
+    admitted = installed.kubectl("create", "--dry-run=server", "-f", "-", input=job_manifest("x"))
+    assert "created (server dry run)" in admitted.stdout
 
 
 def test_upgrade_rolls_both_deployments_without_a_failed_admission(
