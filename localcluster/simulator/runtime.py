@@ -37,7 +37,7 @@ from localcluster.simulator.images import (
     pod_runs_for_real,
 )
 from localcluster.simulator.kubelet import timestamp
-from localcluster.simulator.sandbox import Forwarder, Sandbox
+from localcluster.simulator.sandbox import Forwarder, Sandbox, dies_with_node
 
 log = logging.getLogger(__name__)
 
@@ -304,7 +304,11 @@ class PodWorker:
             "--", *argv,
         ]  # fmt: skip
         run.process = subprocess.Popen(
-            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            dies_with_node(command),
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         run.log_file = output
         run.started_at = timestamp(dt.datetime.now(dt.UTC))
