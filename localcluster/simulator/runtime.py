@@ -45,6 +45,7 @@ WORKER_TICK = 0.2
 VOLUME_REFRESH = 2.0
 TOKEN_REFRESH_SHARE = 0.8
 DEFAULT_GRACE_SECONDS = 30
+CRASH_RETRY_SECONDS = 5.0
 ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
 
 
@@ -163,11 +164,17 @@ class PodWorker:
                 self.gone.wait(WORKER_TICK)
         except Exception:
             log.exception("pod worker crashed", extra={"pod": f"{self.namespace}/{self.pod_name}"})
+            crashed = True
+        else:
+            crashed = False
         finally:
             self._kill_all(signal.SIGKILL)
             if self.sandbox is not None:
                 self.sandbox.stop()
-            self.runtime.forget(self.uid)
+        if crashed:
+            # The next kubelet round starts the pod again; not at once, as kubelet backs off.
+            self.gone.wait(CRASH_RETRY_SECONDS)
+        self.runtime.forget(self.uid)
 
     def _setup(self) -> None:
         (self.dir / "volumes").mkdir(parents=True, exist_ok=True)
