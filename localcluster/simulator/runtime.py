@@ -174,7 +174,7 @@ class PodWorker:
         if crashed:
             # The next kubelet round starts the pod again; not at once, as kubelet backs off.
             self.gone.wait(CRASH_RETRY_SECONDS)
-        self.runtime.forget(self.uid)
+        self.runtime.forget(self.uid, removed=not crashed)
 
     def _setup(self) -> None:
         (self.dir / "volumes").mkdir(parents=True, exist_ok=True)
@@ -576,6 +576,8 @@ class ProcessRuntime:
         self.ca_pem = base64.b64decode(cluster.get("certificate-authority-data", "")).decode()
         self.forwarder = Forwarder()
         self._workers: dict[str, PodWorker] = {}
+        # Pods this node has stopped and removed; the informer may still show them a moment.
+        self._removed: set[str] = set()
         self._lock = threading.Lock()
         pods_dir.mkdir(parents=True, exist_ok=True)
 
@@ -586,6 +588,8 @@ class ProcessRuntime:
         uid = pod_key(pod)[2]
         with self._lock:
             worker = self._workers.get(uid)
+            if worker is None and uid in self._removed:
+                return
             if worker is None:
                 worker = PodWorker(self, pod, host_ip)
                 self._workers[uid] = worker
@@ -599,10 +603,13 @@ class ProcessRuntime:
             for uid, worker in list(self._workers.items()):
                 if uid not in live:
                     worker.gone.set()
+            self._removed &= live
 
-    def forget(self, uid: str) -> None:
+    def forget(self, uid: str, removed: bool = False) -> None:
         with self._lock:
             self._workers.pop(uid, None)
+            if removed:
+                self._removed.add(uid)
 
     def shutdown(self, timeout: float = 5.0) -> None:
         with self._lock:
