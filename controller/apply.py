@@ -216,8 +216,9 @@ class Applier:
         except AlreadyExistsError:
             if kind == "Secret":
                 # Secrets are not watched (the controller may not read them): the one that
-                # exists is taken as created, to be deleted by name when the job finishes.
-                self._cache.store_written(kind, obj)
+                # exists is remembered without its data, so it is deleted by name when the job
+                # finishes and never rewritten with keys other than those it holds.
+                self._cache.store_written(kind, {k: v for k, v in obj.items() if k != "data"})
             return None  # deterministic names: somebody (maybe we, before a restart) made it
         except KubeError as exc:
             self._recorder.record(

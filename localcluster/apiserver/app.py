@@ -272,7 +272,7 @@ class Application:
                     404,
                     "NotFound",
                     f"{resource.plural}/{subresource} is not supported by the vcjob local API "
-                    "server (there is no container runtime)",
+                    "server; a pod that really runs is reached from this machine at its pod IP",
                 )
             raise errors.StatusError(404, "NotFound", NOT_FOUND_MESSAGE)
         return Route(resource, namespace, name, subresource, legacy_watch)

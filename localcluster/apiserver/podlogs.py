@@ -1,7 +1,7 @@
 """`GET …/pods/NAME/log` (`kubectl logs`): the output the simulated kubelet captured for a pod
 that really runs, one file per container run under `PODS_DIR/NAMESPACE_NAME_UID/logs/CONTAINER/`
 (`N.log` for restart N). `container`, `previous`, `tailLines`, `limitBytes` and `follow` work
-as in kube-apiserver; a simulated pod has an empty log."""
+as in kube-apiserver; a simulated pod has no log (404, saying why)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ Send = Callable[[Message], Awaitable[None]]
 Receive = Callable[[], Awaitable[Message]]
 
 FOLLOW_POLL = 0.2
+RUNTIME_PREFIX = "vcjob://"  # the containerID of a container the process runtime started
 TEXT_HEADERS = [(b"content-type", b"text/plain"), (b"cache-control", b"no-cache, private")]
 
 
@@ -78,6 +79,27 @@ def _int(query: Mapping[str, str], key: str) -> int | None:
     return value
 
 
+def _no_log(pod: Mapping[str, Any], container: str, runtime: bool) -> errors.StatusError:
+    name = str((pod.get("metadata") or {}).get("name", ""))
+    status = pod.get("status") or {}
+    entries = (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or [])
+    runtime_pod = any(str(e.get("containerID", "")).startswith(RUNTIME_PREFIX) for e in entries)
+    if runtime and (runtime_pod or not entries):
+        waiting = next(
+            (e.get("state", {}).get("waiting") for e in entries if e.get("name") == container), None
+        )
+        reason = (waiting or {}).get("reason", "ContainerCreating")
+        return errors.bad_request(
+            f'container "{container}" in pod "{name}" is waiting to start: {reason}'
+        )
+    return errors.StatusError(
+        404,
+        "NotFound",
+        f"pods/log is not supported for pod {name}: it is simulated (no container runtime ran "
+        "it; `vcjob local up --run-image` maps the images that run for real)",
+    )
+
+
 def _read_from(path: Path, offset: int) -> bytes:
     try:
         with path.open("rb") as handle:
@@ -132,8 +154,10 @@ class PodLogs:
                     f'previous terminated container "{container}" in pod "{attrs.name}" not found'
                 )
             chosen: Path | None = files[-2]
+        elif files:
+            chosen = files[-1]
         else:
-            chosen = files[-1] if files else None
+            raise _no_log(pod, container, self.pods_dir is not None)
         data = chosen.read_bytes() if chosen is not None else b""
         await send({"type": "http.response.start", "status": 200, "headers": TEXT_HEADERS})
         await send(

@@ -15,6 +15,7 @@ from shared import quantity
 # (namespace, name) → the object's data (Secret values already decoded), or None if absent.
 DataLookup = Callable[[str, str], Mapping[str, str] | None]
 
+KIND_NAMES = {"configmap": "ConfigMap", "secret": "Secret"}
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
@@ -125,7 +126,7 @@ def _key_ref(ref: Mapping[str, Any], namespace: str, lookup: DataLookup, kind: s
         if optional:
             return None
         raise ContainerConfigError(
-            f"couldn't find key {key} in {kind.capitalize()} {namespace}/{name}"
+            f"couldn't find key {key} in {KIND_NAMES[kind]} {namespace}/{name}"
         )
     return data[key]
 

@@ -37,7 +37,7 @@ from localcluster.simulator.images import (
     pod_runs_for_real,
 )
 from localcluster.simulator.kubelet import timestamp
-from localcluster.simulator.sandbox import Forwarder, Sandbox
+from localcluster.simulator.sandbox import Forwarder, Sandbox, dies_with_node
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ WORKER_TICK = 0.2
 VOLUME_REFRESH = 2.0
 TOKEN_REFRESH_SHARE = 0.8
 DEFAULT_GRACE_SECONDS = 30
+CRASH_RETRY_SECONDS = 5.0
 ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
 
 
@@ -89,6 +90,7 @@ class ContainerRun:
     started: bool = False
     probes: dict[str, probes.ProbeTracker] = field(default_factory=dict)
     kill_deadline: float | None = None
+    backing_off: bool = False
 
     @property
     def name(self) -> str:
@@ -98,14 +100,18 @@ class ContainerRun:
         return self.process is not None and self.process.poll() is None
 
     def view(self, uid: str) -> podstatus.ContainerView:
+        last = {"terminated": self.last_terminated} if self.last_terminated else {}
         if self.running():
             state: dict[str, Any] = {"running": {"startedAt": self.started_at}}
+        elif self.backing_off and self.terminated is not None:
+            reason, message = self.waiting
+            state = {"waiting": {"reason": reason, "message": message}}
+            last = {"terminated": self.terminated}
         elif self.terminated is not None:
             state = {"terminated": self.terminated}
         else:
             reason, message = self.waiting
             state = {"waiting": {"reason": reason, **({"message": message} if message else {})}}
-        last = {"terminated": self.last_terminated} if self.last_terminated else {}
         digest = hashlib.sha256(f"{uid}/{self.name}/{self.restart_count}".encode()).hexdigest()
         return podstatus.ContainerView(
             name=self.name,
@@ -158,11 +164,17 @@ class PodWorker:
                 self.gone.wait(WORKER_TICK)
         except Exception:
             log.exception("pod worker crashed", extra={"pod": f"{self.namespace}/{self.pod_name}"})
+            crashed = True
+        else:
+            crashed = False
         finally:
             self._kill_all(signal.SIGKILL)
             if self.sandbox is not None:
                 self.sandbox.stop()
-            self.runtime.forget(self.uid)
+        if crashed:
+            # The next kubelet round starts the pod again; not at once, as kubelet backs off.
+            self.gone.wait(CRASH_RETRY_SECONDS)
+        self.runtime.forget(self.uid, removed=not crashed)
 
     def _setup(self) -> None:
         (self.dir / "volumes").mkdir(parents=True, exist_ok=True)
@@ -299,7 +311,11 @@ class PodWorker:
             "--", *argv,
         ]  # fmt: skip
         run.process = subprocess.Popen(
-            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            dies_with_node(command),
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         run.log_file = output
         run.started_at = timestamp(dt.datetime.now(dt.UTC))
@@ -363,6 +379,7 @@ class PodWorker:
             return
         now = time.monotonic()
         if now < run.restart_due:
+            run.backing_off = True
             delay = podstatus.restart_delay(run.restart_count)
             run.waiting = (
                 "CrashLoopBackOff",
@@ -372,6 +389,7 @@ class PodWorker:
             return
         run.last_terminated = run.terminated
         run.terminated = None
+        run.backing_off = False
         run.restart_count += 1
         self._start(run)
 
@@ -556,6 +574,8 @@ class ProcessRuntime:
         self.ca_pem = base64.b64decode(cluster.get("certificate-authority-data", "")).decode()
         self.forwarder = Forwarder()
         self._workers: dict[str, PodWorker] = {}
+        # Pods this node has stopped and removed; the informer may still show them a moment.
+        self._removed: set[str] = set()
         self._lock = threading.Lock()
         pods_dir.mkdir(parents=True, exist_ok=True)
 
@@ -566,6 +586,8 @@ class ProcessRuntime:
         uid = pod_key(pod)[2]
         with self._lock:
             worker = self._workers.get(uid)
+            if worker is None and uid in self._removed:
+                return
             if worker is None:
                 worker = PodWorker(self, pod, host_ip)
                 self._workers[uid] = worker
@@ -579,10 +601,13 @@ class ProcessRuntime:
             for uid, worker in list(self._workers.items()):
                 if uid not in live:
                     worker.gone.set()
+            self._removed &= live
 
-    def forget(self, uid: str) -> None:
+    def forget(self, uid: str, removed: bool = False) -> None:
         with self._lock:
             self._workers.pop(uid, None)
+            if removed:
+                self._removed.add(uid)
 
     def shutdown(self, timeout: float = 5.0) -> None:
         with self._lock:

@@ -27,6 +27,18 @@ from localcluster.simulator.splice import read_port, splice
 log = logging.getLogger(__name__)
 
 AGENT_START_TIMEOUT = 10.0
+# Linux's PR_SET_PDEATHSIG (kept across exec): a pod's processes die with the kubelet thread that
+# started them, so a simulator that crashes leaves none behind.
+_DEATH_SIGNAL_SHIM = (
+    "import ctypes, os, signal, sys; ctypes.CDLL(None).prctl(1, signal.SIGKILL); "
+    "os.execvp(sys.argv[1], sys.argv[1:])"
+)
+
+
+def dies_with_node(argv: list[str]) -> list[str]:
+    if not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-c", _DEATH_SIGNAL_SHIM, *argv]
 
 
 class Forwarder:
@@ -117,7 +129,10 @@ class Sandbox:
         log_file = self.pod_dir / "sandbox.log"
         with log_file.open("ab") as output:
             self.agent = subprocess.Popen(
-                argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+                dies_with_node(argv),
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         deadline = time.monotonic() + AGENT_START_TIMEOUT
         while not ready.exists():

@@ -10,7 +10,10 @@ Every wait is bounded; the module takes about two minutes.
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import json
+import ssl
 import subprocess
 import threading
 import time
@@ -20,11 +23,13 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
 
 from localcluster.apiserver.audit import read_audit_log
 from localcluster.leastprivilege import chart_grants, refused, unused_grants
 from localcluster.testing import LocalCluster, running_cluster, vcjob_executable
 from localcluster.tools import PROJECT_ROOT
+from shared import certgen
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -226,11 +231,19 @@ def test_scaling_suspending_and_ttl(installed: LocalCluster, tmp_path: Path) -> 
         return installed.kubectl("get", "cm", "scaled-svc", "-o", "yaml", check=False).stdout
 
     wait_for("the hosts ConfigMap to list three workers", lambda: "scaled-worker-2" in hosts())
-    subprocess.run([*vcjob_executable(), "suspend", "scaled", "--kubeconfig",
-                    str(installed.kubeconfig)], check=True, timeout=60)  # fmt: skip
-    wait_for(
-        "job scaled to abort", lambda: job_phase(installed, "scaled") in ("Aborted", "Aborting")
-    )
+    # Suspend, resume, suspend: the second abort repeats an event, which the controller counts
+    # on the first one (patch) instead of writing a new one.
+    for action, phases in (
+        ("suspend", ("Aborted",)),
+        ("resume", ("Pending", "Running")),
+        ("suspend", ("Aborted",)),
+    ):
+        command = [*vcjob_executable(), action, "scaled", "--kubeconfig", str(installed.kubeconfig)]
+        subprocess.run(command, check=True, timeout=60)
+        wait_for(f"job scaled to be {' or '.join(phases)} after {action}",
+                 lambda phases=phases: job_phase(installed, "scaled") in phases)  # fmt: skip
+    events = kubectl_json(installed, "events", "--field-selector", "involvedObject.name=scaled")
+    assert any(int(e.get("count") or 1) > 1 for e in events["items"]), "no event was repeated"
     claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "given"},
            "spec": claim}  # fmt: skip
@@ -263,6 +276,51 @@ def test_helm_test_runs_its_pod(installed: LocalCluster, helm_home: Path) -> Non
     done = helm(installed, helm_home, "test", RELEASE, "-n", NAMESPACE, "--logs",
                 "--timeout", f"{WAIT:.0f}s")  # fmt: skip
     assert "PASS: the webhook denied the invalid Job" in done.stdout
+
+
+def test_certificates_rotate_through_the_secret(installed: LocalCluster) -> None:
+    """A new CA (published beside the old one, as a rotation does) and a serving pair it signed,
+    written into the webhook's Secret, are adopted by every webhook pod at its next sync (about a
+    minute): caBundle, served certificate, and admission keeps working."""
+    secret = kubectl_json(installed, "secret", "vcjob-webhook-tls", "-n", NAMESPACE)
+    old_cas = base64.b64decode(secret["data"]["ca.crt"])
+    names = ["vcjob-webhook", f"vcjob-webhook.{NAMESPACE}", f"vcjob-webhook.{NAMESPACE}.svc"]
+    bundle = certgen.issue([*names, f"vcjob-webhook.{NAMESPACE}.svc.cluster.local"])
+    data = {
+        "ca.crt": bundle.ca.cert_pem + old_cas,
+        "ca.key": bundle.ca.key_pem,
+        "tls.crt": bundle.serving.cert_pem,
+        "tls.key": bundle.serving.key_pem,
+    }
+    patch = {"data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
+    installed.kubectl(
+        "patch", "secret", "vcjob-webhook-tls", "-n", NAMESPACE, "-p", json.dumps(patch)
+    )
+    new_serving = x509.load_pem_x509_certificate(bundle.serving.cert_pem)
+
+    def adopted() -> bool:
+        config = kubectl_json(
+            installed, "validatingwebhookconfiguration", "vcjob-validating-webhook"
+        )
+        if any(
+            bundle.ca.cert_pem not in base64.b64decode(w["clientConfig"].get("caBundle", ""))
+            for w in config["webhooks"]
+        ):
+            return False
+        pods = kubectl_json(installed, "pods", "-n", NAMESPACE, "-l",
+                            "app.kubernetes.io/component=webhook")["items"]  # fmt: skip
+        for pod in pods:
+            try:
+                served = ssl.get_server_certificate((pod["status"]["podIP"], 9443), timeout=5)
+            except OSError:
+                return False
+            if x509.load_pem_x509_certificate(served.encode()) != new_serving:
+                return False
+        return True
+
+    wait_for("every webhook pod to serve the new certificate", adopted, timeout=100)
+    admitted = installed.kubectl("create", "--dry-run=server", "-f", "-", input=job_manifest("x"))
+    assert "created (server dry run)" in admitted.stdout
 
 
 def test_upgrade_rolls_both_deployments_without_a_failed_admission(
@@ -307,7 +365,16 @@ def test_upgrade_rolls_both_deployments_without_a_failed_admission(
     assert failures == []
 
 
-def test_uninstall_keeps_the_crds(installed: LocalCluster, helm_home: Path) -> None:
+@pytest.fixture(scope="module")
+def uninstalled_at() -> dict[str, str]:
+    """When `helm uninstall` began: its teardown removes RBAC while the pods still stop."""
+    return {}
+
+
+def test_uninstall_keeps_the_crds(
+    installed: LocalCluster, helm_home: Path, uninstalled_at: dict[str, str]
+) -> None:
+    uninstalled_at["at"] = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
     helm(installed, helm_home, "uninstall", RELEASE, "-n", NAMESPACE, "--wait",
          "--timeout", f"{WAIT:.0f}s")  # fmt: skip
     crds = kubectl_json(installed, "crd")["items"]
@@ -316,13 +383,18 @@ def test_uninstall_keeps_the_crds(installed: LocalCluster, helm_home: Path) -> N
     }
 
 
-def test_least_privilege_from_the_audit_log(bare: LocalCluster, helm_home: Path) -> None:
-    """Runs last: the audit log of everything above against the chart's own rules."""
+def test_least_privilege_from_the_audit_log(
+    bare: LocalCluster, helm_home: Path, uninstalled_at: dict[str, str]
+) -> None:
+    """Runs last: the audit log of everything above (up to the uninstall, whose teardown
+    removes the RBAC objects before the pods have stopped) against the chart's own rules."""
     rendered = helm(bare, helm_home, "template", RELEASE, CHART, "-n", NAMESPACE, *VALUES).stdout
     documents = [d for d in yaml.safe_load_all(rendered) if d]
     grants = [g for g in chart_grants(documents) if g.user in (CONTROLLER_SA, WEBHOOK_SA)]
     assert grants, "the chart grants its ServiceAccounts nothing?"
     records = read_audit_log(bare.dir / "audit.log")
+    if "at" in uninstalled_at:
+        records = [r for r in records if r["timestamp"] < uninstalled_at["at"]]
     denied = refused(records, [CONTROLLER_SA, WEBHOOK_SA])
     assert denied == [], "refused calls:\n" + "\n".join(json.dumps(r) for r in denied)
     unused = unused_grants(grants, records)
