@@ -127,6 +127,12 @@ def local_group() -> None:
     help="Share of API requests the server fails on purpose (500, 409 or a timeout).",
 )
 @click.option(
+    "--fault-seed",
+    type=int,
+    default=None,
+    help="Seed of the fault injection, so a run's sequence of faults can be replayed.",
+)
+@click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Persist the API server's objects in SQLite in this folder (default: in memory).",
@@ -187,6 +193,7 @@ def up_command(
     node_gpu: int,
     pod_runtime: str,
     fault_rate: float,
+    fault_seed: int | None,
     data_dir: Path | None,
     elastic_period: str,
     log_format: str,
@@ -211,6 +218,7 @@ def up_command(
         node_shape=NodeShape(cpu=node_cpu, memory=node_memory, gpu=node_gpu),
         pod_runtime=pod_runtime,
         fault_rate=fault_rate,
+        fault_seed=fault_seed,
         data_dir=data_dir,
         elastic_period=elastic_period,
         log_format=log_format,

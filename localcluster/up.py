@@ -120,6 +120,7 @@ class UpOptions:
     node_shape: simulated_nodes.NodeShape = field(default_factory=simulated_nodes.NodeShape)
     pod_runtime: str = "5s"
     fault_rate: float = 0.0
+    fault_seed: int | None = None
     data_dir: Path | None = None
     elastic_period: str = "30s"
     log_format: str = "json"
@@ -504,6 +505,8 @@ class LocalControlPlane:
             argv += ["--data-dir", str(options.data_dir)]
         if options.fault_rate:
             argv += ["--fault-rate", str(options.fault_rate)]
+            if options.fault_seed is not None:
+                argv += ["--fault-seed", str(options.fault_seed)]
         if options.audit_log is not None:
             argv += ["--audit-log", str(options.audit_log)]
         argv += ["--pods-dir", str(options.dir / PODS_DIR)]

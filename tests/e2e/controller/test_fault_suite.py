@@ -214,6 +214,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         controller=False,
         nodes=4,
         fault_rate=FAULT_RATE,
+        extra_args=("--fault-seed", str(SEED)),
     ) as running:
         yield running
 
