@@ -45,6 +45,7 @@ from kubeio.events import EventRecorder
 from kubeio.informer import Reflector, WatchSpec
 from kubeio.workqueue import WorkQueue
 from shared.labels import JOB_NAME_KEY
+from shared.logging import announce
 
 log = logging.getLogger(__name__)
 
@@ -199,12 +200,13 @@ class Controller:
                 self.metrics.registry,
             )
             self.endpoints.start()
-            log.info(
-                "serving health and metrics",
-                extra={
-                    "health_port": self.endpoints.health_port,
-                    "metrics_port": self.endpoints.metrics_port,
-                },
+            health, metrics = self.endpoints.health_port, self.endpoints.metrics_port
+            # Logged at any level: with port 0 the log is where tools find the ports.
+            announce(
+                log,
+                f"controller health port {health} metrics port {metrics}",
+                health_port=health,
+                metrics_port=metrics,
             )
         for reflector in self.reflectors:
             reflector.start()
