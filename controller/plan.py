@@ -66,8 +66,8 @@ MEMORY_DELETED_POD_GROUP = "deletedPodGroupUid"
 
 
 def reconcile(observed: Observed, settings: PlanSettings | None = None) -> Plan:
-    """Plan everything for one job. Pure: no clock, no network, no randomness except the ssh key
-    generated once while the job's Secret does not exist."""
+    """Plan everything for one job. Pure: no clock, no network, no randomness (the ssh key pair
+    comes with `observed`)."""
     return _Planner(observed, settings or PlanSettings()).run()
 
 
@@ -231,7 +231,11 @@ class _Planner:
     def plugins(self) -> list[JobPlugin]:
         if self._plugins is None:
             self._plugins, unknown = build_plugins(
-                self.job, self.settings, self.observed.children, self.memory
+                self.job,
+                self.settings,
+                self.observed.children,
+                self.memory,
+                self.observed.ssh_key,
             )
             for name in unknown:
                 self.plan.events.append(

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -23,8 +23,10 @@ from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
 from controller.model import Observed, Plan, PlanSettings
 from controller.observe import build_observed, pvcs_to_look_up
+from controller.plugins.ssh import needs_generated_key
 from controller.server import HttpEndpoints
 from controller.settings import Settings
+from controller.sshkeys import generate_key_pair
 from kubeio.client import (
     COMMANDS,
     CONFIGMAPS,
@@ -370,6 +372,9 @@ class Controller:
             )
             if observed is None:
                 return None, False
+            if needs_generated_key(observed.job, observed.children, observed.memory):
+                fresh = generate_key_pair(self._plan_settings.ssh_key_type)
+                observed = replace(observed, ssh_key=fresh)
             plan = self._reconcile(observed, self._plan_settings)
             if plan.guard_uid is None:
                 plan.guard_uid = uid

@@ -17,8 +17,9 @@ from builders import (
     pod_of,
 )
 
-from controller.model import PlanSettings, PodEdge
+from controller.model import KeyPair, PlanSettings, PodEdge
 from controller.plan import reconcile
+from controller.plugins.ssh import needs_generated_key
 
 Wire = dict[str, Any]
 
@@ -44,8 +45,10 @@ def test_fix_1_replanning_after_a_failed_apply_is_idempotent() -> None:
         .phase("Pending")
         .build()
     )
-    first = reconcile(observe(j))
-    # The apply failed half-way: nothing changed, the shell re-plans with the planner's memory.
+    first = reconcile(observe(j, ssh_key=KeyPair("private", "ssh-ed25519 AAAA j\n")))
+    # The apply failed half-way: nothing changed, the shell re-plans with the planner's memory
+    # (and, the key being remembered, hands over no new one).
+    assert not needs_generated_key(j, {}, first.memory)
     again = reconcile(observe(j, memory=first.memory))
     assert again.create == first.create
     assert again.job_spec_patch == first.job_spec_patch
