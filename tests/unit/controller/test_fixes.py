@@ -348,3 +348,16 @@ def test_fix_10_after_a_controller_restart_only_a_change_not_acted_on_is_raised(
     assert job_updated_events(world.step()) == [
         ("Normal", "the job was scaled: minAvailable 2 -> 3, task w minAvailable 2 -> 3")
     ]
+
+
+def test_fix_10_a_job_restart_raises_no_job_updated() -> None:
+    world = running_world(job("j").task("w", 2))
+    world.command("RestartJob")
+    for _ in range(8):  # through Restarting and Pending (a new PodGroup) back to Running
+        world.step()
+        if world.pod_group is not None:
+            world.admit("Running")
+        world.set_all("Running")
+    assert world.status["retryCount"] == 1
+    assert world.phase == "Running"
+    assert all(job_updated_events(p) == [] for p in world.plans)
