@@ -195,12 +195,6 @@ def run_controller(settings: Settings) -> int:
     controller = Controller(settings, api_client)
     controller.metrics.count_rest_requests(api_client)
     controller.start()
-    if controller.endpoints is not None:
-        click.echo(
-            f"controller health port {controller.endpoints.health_port} "
-            f"metrics port {controller.endpoints.metrics_port}",
-            err=True,
-        )
     if settings.elastic:
         _start_elastic(settings, controller, stop)
     # CronJobs and Queues: each with its own work queue, acting only while this process leads.

@@ -11,7 +11,7 @@ Order within one reconcile:
 6. the status, the memory for the next round, and when to look again.
 
 `Plan.memory` (handed back as `Observed.memory`; losing it is safe, only timers restart):
-- `specShape`: `{"minAvailable": n, "replicas": {task: n}}` last seen, to raise JobUpdated;
+- `specShape`: `{"minAvailable": n, "replicas": {task: n}}` last acted on, to raise JobUpdated;
 - `timers`: `{key: {event, action, fireAt, task, pod, podUid, detail}}`, key
   `<event>/pod/<pod>`, `<event>/task/<task>` or `<event>`;
 - `deletedPodGroupUid`: the PodGroup a full restart deleted, so a stale cache copy of it never
@@ -66,8 +66,8 @@ MEMORY_DELETED_POD_GROUP = "deletedPodGroupUid"
 
 
 def reconcile(observed: Observed, settings: PlanSettings | None = None) -> Plan:
-    """Plan everything for one job. Pure: no clock, no network, no randomness except the ssh key
-    generated once while the job's Secret does not exist."""
+    """Plan everything for one job. Pure: no clock, no network, no randomness (the ssh key pair
+    comes with `observed`)."""
     return _Planner(observed, settings or PlanSettings()).run()
 
 
@@ -231,7 +231,11 @@ class _Planner:
     def plugins(self) -> list[JobPlugin]:
         if self._plugins is None:
             self._plugins, unknown = build_plugins(
-                self.job, self.settings, self.observed.children, self.memory
+                self.job,
+                self.settings,
+                self.observed.children,
+                self.memory,
+                self.observed.ssh_key,
             )
             for name in unknown:
                 self.plan.events.append(
@@ -380,29 +384,40 @@ class _Planner:
             events.append(JobEvent(PolicyEvent.JOB_UPDATED, "the job was scaled"))
         return events
 
-    def _spec_shape(self) -> dict[str, Any]:
+    def _spec_shape(self) -> scaling.SpecShape:
         return {
             "minAvailable": podgroup.job_min_available(self.job),
             "replicas": {name: t.replica_count for name, t in self.tasks.items()},
         }
 
     def _scaled(self) -> bool:
-        """JobUpdated (fix 10): replicas or minAvailable changed since the last reconcile;
-        after a controller restart, the PodGroup's minMember/minTaskMember tell."""
+        """JobUpdated (fix 10): replicas or minAvailable changed since the shape last acted on
+        (`scaling.spec_update`); raised as a policy event and as a Normal Event on the job."""
         shape = self._spec_shape()
-        remembered = self.memory.get(MEMORY_SHAPE)
+        remembered: scaling.SpecShape | None = self.memory.get(MEMORY_SHAPE)
         self.memory[MEMORY_SHAPE] = shape
-        if remembered is not None:
-            return bool(remembered != shape)
         pg = self._pod_group_usable()
-        if pg is None:
-            return False
-        spec = pg.get("spec") or {}
+        acted_gang: scaling.GangShape | None = None
+        if remembered is None and pg is not None:
+            spec = pg.get("spec") or {}
+            acted_gang = {
+                "minMember": int(spec.get("minMember") or 0),
+                "minTaskMember": {
+                    str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()
+                },
+            }
         desired = podgroup.desired_spec(self.job, self.observed.priority_values)
-        return bool(
-            spec.get("minMember") != desired["minMember"]
-            or (spec.get("minTaskMember") or {}) != desired["minTaskMember"]
+        new_gang: scaling.GangShape = {
+            "minMember": int(desired["minMember"]),
+            "minTaskMember": dict(desired["minTaskMember"]),
+        }
+        change = scaling.spec_update(remembered, shape, acted_gang, new_gang)
+        if change is None:
+            return False
+        self.plan.events.append(
+            EventRecord("Normal", PolicyEvent.JOB_UPDATED.value, f"the job was scaled: {change}")
         )
+        return True
 
     def _live_pods_by_task(
         self, pods: Iterable[Mapping[str, Any]]

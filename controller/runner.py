@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -24,8 +24,10 @@ from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
 from controller.model import Observed, Plan, PlanSettings
 from controller.observe import build_observed, pvcs_to_look_up
+from controller.plugins.ssh import needs_generated_key
 from controller.server import HttpEndpoints
 from controller.settings import Settings
+from controller.sshkeys import generate_key_pair
 from kubeio.client import (
     COMMANDS,
     CONFIGMAPS,
@@ -47,6 +49,7 @@ from kubeio.events import EventRecorder
 from kubeio.informer import Reflector, WatchSpec
 from kubeio.workqueue import WorkQueue
 from shared.labels import JOB_NAME_KEY
+from shared.logging import announce
 
 log = logging.getLogger(__name__)
 
@@ -201,12 +204,13 @@ class Controller:
                 self.metrics.registry,
             )
             self.endpoints.start()
-            log.info(
-                "serving health and metrics",
-                extra={
-                    "health_port": self.endpoints.health_port,
-                    "metrics_port": self.endpoints.metrics_port,
-                },
+            health, metrics = self.endpoints.health_port, self.endpoints.metrics_port
+            # Logged at any level: with port 0 the log is where tools find the ports.
+            announce(
+                log,
+                f"controller health port {health} metrics port {metrics}",
+                health_port=health,
+                metrics_port=metrics,
             )
         for reflector in self.reflectors:
             reflector.start()
@@ -370,6 +374,9 @@ class Controller:
             )
             if observed is None:
                 return None, False
+            if needs_generated_key(observed.job, observed.children, observed.memory):
+                fresh = generate_key_pair(self._plan_settings.ssh_key_type)
+                observed = replace(observed, ssh_key=fresh)
             plan = self._reconcile(observed, self._plan_settings)
             if plan.guard_uid is None:
                 plan.guard_uid = uid

@@ -2,7 +2,8 @@
 
 - `client`: `Kube`, plain-dict CRUD, merge patches, status writes, paged lists and watches over
   the official `ApiClient`, configured by the `kubernetes` package's kubeconfig and in-cluster
-  loaders (so exec and OIDC auth work); every failure is translated into `errors`.
+  loaders (so exec and OIDC auth work; `load_user_configuration` for command-line tools: the
+  kubeconfig context and its namespace); every failure is translated into `errors`.
 - `errors`: the retry decision each failure carries (transient, conflict, not found, permanent).
 - `informer`: list + watch reflectors (resourceVersion, bookmarks, re-list on 410 Gone).
 - `workqueue`: a deduplicating work queue with per-key exponential backoff and rate limits.

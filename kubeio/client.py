@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import urllib3
 from kubernetes import client, config
+from kubernetes.config.config_exception import ConfigException
 from kubernetes.watch.watch import iter_resp_lines
 
 from kubeio.errors import (
     AlreadyExistsError,
     ConflictError,
+    KubeconfigError,
     KubeError,
     NotFoundError,
     PermanentError,
@@ -162,6 +166,53 @@ def load_configuration(kubeconfig: str | None) -> client.Configuration:
     return configuration
 
 
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _context_namespace(kubeconfig: str | None, context: str | None) -> str:
+    try:
+        contexts, active = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, TypeError):
+        return "default"
+    chosen = active
+    if context:
+        chosen = next((c for c in contexts or [] if c.get("name") == context), active)
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return str(namespace) if namespace else "default"
+
+
+def load_user_configuration(
+    kubeconfig: str | None, context: str | None = None
+) -> tuple[client.Configuration, str]:
+    """What a command-line tool connects with, as kubectl finds it: `kubeconfig`, else
+    KUBECONFIG (a list of files), else ~/.kube/config, at `context` (else the current one);
+    in a Pod without any of them, the service account. Returns the configuration and the
+    default namespace (the context's, the service account's, or "default").
+
+    Raises KubeconfigError with the loader's reason when there is nothing usable."""
+    configuration = client.Configuration()
+    try:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig,
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    except (ConfigException, OSError, TypeError) as exc:
+        if kubeconfig is not None or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+            raise KubeconfigError(str(exc)) from None
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except ConfigException as in_cluster:
+            raise KubeconfigError(str(in_cluster)) from None
+        try:
+            namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
+        except OSError:
+            namespace = ""
+        return configuration, namespace or "default"
+    return configuration, _context_namespace(kubeconfig, context)
+
+
 def new_api_client(configuration: client.Configuration, pool_size: int = 32) -> client.ApiClient:
     """An ApiClient over its own copy of `configuration` with a pool of `pool_size` connections
     (every worker and watch holds one; keep them pooled instead of reconnecting)."""
@@ -191,15 +242,15 @@ def translate(status: int, body: Any, what: str) -> KubeError:
     text = f"{what}: {status} {reason}: {message}".strip()
     if status == 409:
         if reason == "AlreadyExists":
-            return AlreadyExistsError(text, status, reason)
-        return ConflictError(text, status, reason)
+            return AlreadyExistsError(text, status, reason, message)
+        return ConflictError(text, status, reason, message)
     if status == 404:
-        return NotFoundError(text, status, reason)
+        return NotFoundError(text, status, reason, message)
     if status == 410:
-        return TransientError(text, status, "Expired")
+        return TransientError(text, status, "Expired", message)
     if status == 429 or status >= 500:
-        return TransientError(text, status, reason)
-    return PermanentError(text, status, reason)
+        return TransientError(text, status, reason, message)
+    return PermanentError(text, status, reason, message)
 
 
 class Kube:

@@ -6,10 +6,16 @@ from __future__ import annotations
 class KubeError(Exception):
     """An API call failed; `status` is the HTTP code (0 when the request never got an answer)."""
 
-    def __init__(self, message: str, status: int = 0, reason: str = "") -> None:
+    def __init__(self, message: str, status: int = 0, reason: str = "", detail: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
+        # The API server's own message (a Status's `message`), for tools that show only that.
+        self.detail = detail
+
+
+class KubeconfigError(Exception):
+    """No usable kubeconfig (missing, unreadable, no such context, no service account)."""
 
 
 class TransientError(KubeError):
@@ -36,5 +42,5 @@ class PartialProgressError(TransientError):
     """Some writes of a plan succeeded before one failed: retry soon, the backoff restarts."""
 
     def __init__(self, cause: KubeError, progress: int) -> None:
-        super().__init__(str(cause), cause.status, cause.reason)
+        super().__init__(str(cause), cause.status, cause.reason, cause.detail)
         self.progress = progress

@@ -500,6 +500,8 @@ class LocalControlPlane:
             str(options.port),
             "--dir",
             str(options.dir),
+            "--log-format",
+            options.log_format,
         ]
         if options.data_dir is not None:
             argv += ["--data-dir", str(options.data_dir)]

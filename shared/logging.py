@@ -2,7 +2,9 @@
 
 Fields: `ts` (UTC, RFC 3339), `level`, `logger`, `msg`, plus whatever the caller passed in
 `extra=` (job, namespace, uid, admission_uid, …). uvicorn's loggers are routed through the same
-handler so a process writes one format only.
+handler so a process writes one format only; a process that serves several ports runs several
+uvicorn servers, and their identical lifecycle lines ("Started server process [pid]") are written
+once.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import datetime as dt
 import json
 import logging
 import sys
+import threading
 from typing import Any, Final, Literal, TextIO
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
@@ -22,6 +25,9 @@ _STANDARD: Final = frozenset(vars(logging.LogRecord("", logging.INFO, "", 0, "",
 }
 _ROUTED_LOGGERS: Final = ("uvicorn", "uvicorn.error", "uvicorn.access", "kubernetes", "urllib3")
 LOG_FORMATS: Final = ("json", "text")
+# uvicorn logs its lifecycle (process started, startup complete, shutting down) on this logger,
+# once per server; the per-port "Uvicorn running on …" lines differ and all pass.
+_UVICORN_LIFECYCLE: Final = "uvicorn.error"
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
@@ -59,6 +65,34 @@ class TextFormatter(logging.Formatter):
         return text
 
 
+class OncePerProcess(logging.Filter):
+    """Drops a uvicorn lifecycle line already written (the same text from the same logger)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name != _UVICORN_LIFECYCLE or record.levelno > logging.INFO:
+            return True
+        text = record.getMessage()
+        with self._lock:
+            if text in self._seen:
+                return False
+            self._seen.add(text)
+        return True
+
+
+def announce(logger: logging.Logger, msg: str, **fields: Any) -> None:
+    """An INFO record written whatever the configured level: what tools read from a process's
+    log to find it (the ports it chose), like kube-apiserver's "Serving securely on"."""
+    record = logger.makeRecord(
+        logger.name, logging.INFO, "(announce)", 0, msg, (), None, extra=fields
+    )
+    logger.handle(record)
+
+
 def configure_logging(
     level: str | int = "info",
     fmt: Literal["json", "text"] | str = "json",
@@ -69,6 +103,7 @@ def configure_logging(
         raise ValueError(f"log format must be json or text, not {fmt!r}")
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.addFilter(OncePerProcess())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

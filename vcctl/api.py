@@ -1,4 +1,4 @@
-"""Every API call of the CLI, on the `kubernetes` package's kubeconfig loaders and clients.
+"""Every API call of the CLI, through `kubeio` (the one Kubernetes I/O layer of vcjob).
 
 Objects travel as plain dicts. Failures become `ApiError` with a one-line message that says
 what is wrong (no kubeconfig, no such job or queue, a refusal by the API server or a webhook).
@@ -6,26 +6,28 @@ what is wrong (no kubeconfig, no such job or queue, a refusal by the API server 
 
 from __future__ import annotations
 
-import json
+import http
 import os
-from pathlib import Path
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Final, TypeVar
 
-import urllib3
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
+from kubeio.client import (
+    COMMANDS,
+    EVENTS,
+    JOBS,
+    PODGROUPS,
+    QUEUES,
+    Kube,
+    WireObject,
+    load_user_configuration,
+    new_api_client,
+)
+from kubeio.errors import KubeconfigError, KubeError, NotFoundError
 
-from shared import labels
-
-WireObject = dict[str, Any]
-MERGE_PATCH: Final = "application/merge-patch+json"
-# (connect, read) seconds: a CLI call should fail fast when the API server is away.
-TIMEOUT: Final = (5.0, 30.0)
-BATCH: Final = (labels.BATCH_GROUP, labels.BATCH_VERSION)
-BUS: Final = (labels.BUS_GROUP, labels.BUS_VERSION)
-SCHEDULING: Final = (labels.SCHEDULING_GROUP, labels.SCHEDULING_VERSION)
-SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+T = TypeVar("T")
+# A CLI makes a handful of calls: no client-side rate limit, fail fast when the server is away.
+CLI_QPS: Final = 0.0
+CONNECT_RETRIES: Final = 1
 
 
 class ApiError(Exception):
@@ -38,157 +40,99 @@ def _kubeconfig_hint(kubeconfig: str | None) -> str:
     return os.environ.get("KUBECONFIG") or "~/.kube/config"
 
 
-def _context_namespace(kubeconfig: str | None, context: str | None) -> str:
+def _message(exc: KubeError) -> str:
+    """The API server's own words (a webhook's denial, a validation error), else the status."""
+    if exc.detail:
+        return exc.detail
     try:
-        contexts, active = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    except (ConfigException, OSError, TypeError):
-        return "default"
-    chosen = active
-    if context:
-        chosen = next((c for c in contexts or [] if c.get("name") == context), active)
-    namespace = ((chosen or {}).get("context") or {}).get("namespace")
-    return str(namespace) if namespace else "default"
-
-
-def _message(exc: ApiException) -> str:
-    try:
-        body = json.loads(exc.body or "")
-    except (ValueError, TypeError):
-        body = None
-    if isinstance(body, dict) and body.get("message"):
-        return str(body["message"])
-    return f"{exc.status} {exc.reason}".strip()
+        phrase = http.HTTPStatus(exc.status).phrase
+    except ValueError:
+        phrase = exc.reason
+    return f"{exc.status} {phrase}".strip()
 
 
 class VolcanoApi:
     """The calls the CLI makes. `namespace` is the kubeconfig context's namespace."""
 
-    def __init__(self, api_client: client.ApiClient, namespace: str) -> None:
-        self.api_client = api_client
+    def __init__(self, kube: Kube, namespace: str) -> None:
+        self.kube = kube
         self.namespace = namespace
-        self._custom = client.CustomObjectsApi(api_client)
-        self._core = client.CoreV1Api(api_client)
 
     def close(self) -> None:
-        self.api_client.close()  # type: ignore[no-untyped-call]
+        self.kube.api_client.close()  # type: ignore[no-untyped-call]
 
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, not_found: str, fn: Callable[[], T]) -> T:
+        """`fn()`, its failure in one line; a 404 says `not_found` when given."""
         try:
-            return fn(*args, _request_timeout=TIMEOUT, **kwargs)
-        except ApiException as exc:
-            if exc.status == 404 and what:
-                raise ApiError(what) from None
+            return fn()
+        except NotFoundError as exc:
+            raise ApiError(not_found or _message(exc)) from None
+        except KubeError as exc:
+            if exc.status == 0:
+                host = self.kube.api_client.configuration.host
+                cause = exc.__cause__ or exc
+                raise ApiError(f"cannot reach the API server at {host}: {cause}") from None
             raise ApiError(_message(exc)) from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            host = self.api_client.configuration.host
-            raise ApiError(f"cannot reach the API server at {host}: {exc}") from None
+
+    def _items(self, path: str) -> list[WireObject]:
+        result = self._call("", lambda: self.kube.request("GET", path))
+        return list(result.get("items") or [])
 
     # --- Jobs --------------------------------------------------------------------------------
 
     def list_jobs(self, namespace: str | None) -> list[WireObject]:
-        if namespace is None:
-            result = self._call("", self._custom.list_cluster_custom_object, *BATCH, "jobs")
-        else:
-            result = self._call(
-                "", self._custom.list_namespaced_custom_object, *BATCH, namespace, "jobs"
-            )
-        return list(result.get("items") or [])
+        return self._items(JOBS.path(namespace))
 
     def get_job(self, namespace: str, name: str) -> WireObject:
-        result: WireObject = self._call(
+        return self._call(
             f'job "{name}" not found in namespace "{namespace}"',
-            self._custom.get_namespaced_custom_object,
-            *BATCH,
-            namespace,
-            "jobs",
-            name,
+            lambda: self.kube.get(JOBS, namespace, name),
         )
-        return result
 
     def create_job(self, namespace: str, body: WireObject) -> WireObject:
-        result: WireObject = self._call(
-            f'namespace "{namespace}" not found',
-            self._custom.create_namespaced_custom_object,
-            *BATCH,
-            namespace,
-            "jobs",
-            body,
+        return self._call(
+            f'namespace "{namespace}" not found', lambda: self.kube.create(JOBS, namespace, body)
         )
-        return result
 
     def delete_job(self, namespace: str, name: str) -> None:
         self._call(
             f'job "{name}" not found in namespace "{namespace}"',
-            self._custom.delete_namespaced_custom_object,
-            *BATCH,
-            namespace,
-            "jobs",
-            name,
+            lambda: self.kube.request("DELETE", JOBS.path(namespace, name)),
         )
 
     def create_command(self, namespace: str, body: WireObject) -> WireObject:
-        result: WireObject = self._call(
+        return self._call(
             f'namespace "{namespace}" not found (or the Command CRD is not installed)',
-            self._custom.create_namespaced_custom_object,
-            *BUS,
-            namespace,
-            "commands",
-            body,
+            lambda: self.kube.create(COMMANDS, namespace, body),
         )
-        return result
 
     def list_events(self, namespace: str) -> list[WireObject]:
-        result = self._call("", self._core.list_namespaced_event, namespace)
-        serialized = self.api_client.sanitize_for_serialization(result)  # type: ignore[no-untyped-call]
-        items = serialized.get("items") or []
-        return list(items)
+        return self._items(EVENTS.path(namespace))
 
     # --- Queues and PodGroups ----------------------------------------------------------------
 
     def list_queues(self) -> list[WireObject]:
-        result = self._call("", self._custom.list_cluster_custom_object, *SCHEDULING, "queues")
-        return list(result.get("items") or [])
+        return self._items(QUEUES.path())
 
     def get_queue(self, name: str) -> WireObject:
-        result: WireObject = self._call(
-            f'queue "{name}" not found',
-            self._custom.get_cluster_custom_object,
-            *SCHEDULING,
-            "queues",
-            name,
-        )
-        return result
+        return self._call(f'queue "{name}" not found', lambda: self.kube.get(QUEUES, None, name))
 
     def create_queue(self, body: WireObject) -> WireObject:
-        result: WireObject = self._call(
-            "", self._custom.create_cluster_custom_object, *SCHEDULING, "queues", body
-        )
-        return result
+        return self._call("", lambda: self.kube.create(QUEUES, None, body))
 
     def delete_queue(self, name: str) -> None:
         self._call(
             f'queue "{name}" not found',
-            self._custom.delete_cluster_custom_object,
-            *SCHEDULING,
-            "queues",
-            name,
+            lambda: self.kube.request("DELETE", QUEUES.path(None, name)),
         )
 
     def patch_queue(self, name: str, patch: WireObject) -> WireObject:
-        result: WireObject = self._call(
-            f'queue "{name}" not found',
-            self._custom.patch_cluster_custom_object,
-            *SCHEDULING,
-            "queues",
-            name,
-            patch,
-            _content_type=MERGE_PATCH,
+        return self._call(
+            f'queue "{name}" not found', lambda: self.kube.merge_patch(QUEUES, None, name, patch)
         )
-        return result
 
     def list_podgroups(self) -> list[WireObject]:
-        result = self._call("", self._custom.list_cluster_custom_object, *SCHEDULING, "podgroups")
-        return list(result.get("items") or [])
+        return self._items(PODGROUPS.path())
 
 
 def connect(
@@ -196,29 +140,15 @@ def connect(
 ) -> VolcanoApi:
     """A client for the kubeconfig (or KUBECONFIG, or ~/.kube/config; in a Pod, the service
     account); `master` overrides the server address."""
-    configuration = client.Configuration()
     try:
-        config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig,
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
-        )
-    except (ConfigException, OSError, TypeError) as exc:
-        in_cluster = kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST")
-        if not in_cluster:
-            raise ApiError(
-                f"cannot load the kubeconfig {_kubeconfig_hint(kubeconfig)}: {exc} "
-                "(pass --kubeconfig or set KUBECONFIG)"
-            ) from None
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        try:
-            namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip() or "default"
-        except OSError:
-            namespace = "default"
-        return VolcanoApi(client.ApiClient(configuration), namespace)
+        configuration, namespace = load_user_configuration(kubeconfig, context)
+    except KubeconfigError as exc:
+        raise ApiError(
+            f"cannot load the kubeconfig {_kubeconfig_hint(kubeconfig)}: {exc} "
+            "(pass --kubeconfig or set KUBECONFIG)"
+        ) from None
     if master:
         configuration.host = master if "://" in master else f"https://{master}"
     # Fail fast instead of urllib3's default three retries.
-    configuration.retries = 1
-    return VolcanoApi(client.ApiClient(configuration), _context_namespace(kubeconfig, context))
+    configuration.retries = CONNECT_RETRIES
+    return VolcanoApi(Kube(new_api_client(configuration, pool_size=4), qps=CLI_QPS), namespace)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.model import PlanSettings, WireObject
+from controller.model import KeyPair, PlanSettings, WireObject
 from controller.plugins.base import DesiredChild, JobPlugin, PluginContext
 from controller.plugins.env import EnvPlugin
 from controller.plugins.hcclrank import HcclrankPlugin
@@ -39,6 +39,7 @@ def build_plugins(
     settings: PlanSettings,
     children: Mapping[tuple[str, str], WireObject],
     memory: Mapping[str, Any],
+    ssh_key: KeyPair | None = None,
 ) -> tuple[list[JobPlugin], list[str]]:
     """The job's plugins sorted by name, and the names vcjob does not know."""
     plugins: list[JobPlugin] = []
@@ -48,5 +49,6 @@ def build_plugins(
         if cls is None:
             unknown.append(name)
             continue
-        plugins.append(cls(PluginContext(job, list(args or []), settings, children, memory)))
+        context = PluginContext(job, list(args or []), settings, children, memory, ssh_key)
+        plugins.append(cls(context))
     return plugins, unknown

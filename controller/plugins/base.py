@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.model import PlanSettings
+from controller.model import KeyPair, PlanSettings
 from shared import labels, pluginargs
 from shared.models import Job, TaskSpec
 
@@ -22,6 +22,8 @@ class PluginContext:
     children: Mapping[tuple[str, str], WireObject]
     # What the planner remembered for this job (ssh key material not yet stored in a Secret).
     memory: Mapping[str, Any]
+    # A fresh ssh key pair from the shell (`Observed.ssh_key`), when one was needed.
+    ssh_key: KeyPair | None = None
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,20 @@
 """ssh plugin: one key pair per job in Secret `<job>-ssh`, mounted at /root/.ssh (mode 0600).
 
-The key is generated only while the Secret does not exist; until the Secret is stored the
-planner keeps the generated material in its memory, so a re-plan after a failed apply creates
-the same Secret. Afterwards the Secret is the only copy and is never regenerated (fix 14)."""
+A key pair is needed only while the Secret does not exist (`needs_generated_key`); the I/O shell
+then generates one (`controller.sshkeys`) and hands it over in `Observed.ssh_key`, so planning
+stays pure. Until the Secret is stored the planner keeps that material in its memory, so a
+re-plan after a failed apply creates the same Secret. Afterwards the Secret is the only copy and
+is never regenerated (fix 14)."""
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
-
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from controller.plugins.base import DesiredChild, JobPlugin, WireObject, task_hosts
 from controller.podgen import add_mount, add_volume, child_metadata, containers
+from shared import pluginargs
 from shared.models import TaskSpec
 
 DEFAULT_SSH_PATH = "/root/.ssh"
@@ -29,29 +30,29 @@ def secret_name(job_name: str) -> str:
     return f"{job_name}-ssh"
 
 
-def generate_key_pair(key_type: str) -> tuple[str, str]:
-    """(private PEM, public OpenSSH line)."""
-    if key_type == "ed25519":
-        ed_key = ed25519.Ed25519PrivateKey.generate()
-        private = ed_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.OpenSSH,
-            serialization.NoEncryption(),
-        )
-        public = ed_key.public_key().public_bytes(
-            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-        )
-    else:
-        rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        private = rsa_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        )
-        public = rsa_key.public_key().public_bytes(
-            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-        )
-    return private.decode(), public.decode() + "\n"
+def _stored_key(secret: Mapping[str, Any] | None) -> bool:
+    data = (secret or {}).get("data") or {}
+    return PRIVATE_KEY in data and PUBLIC_KEY in data
+
+
+def needs_generated_key(
+    job: Mapping[str, Any],
+    children: Mapping[tuple[str, str], Mapping[str, Any]],
+    memory: Mapping[str, Any] | None,
+) -> bool:
+    """Whether planning `job` (wire form) needs a fresh key pair: it has the ssh plugin without
+    `--ssh-private-key`, its Secret holds no key, and no generated key is remembered."""
+    spec = job.get("spec") or {}
+    plugins = spec.get("plugins") or {}
+    if "ssh" not in plugins:
+        return False
+    name = str((job.get("metadata") or {}).get("name"))
+    if _stored_key(children.get(("Secret", secret_name(name)))):
+        return False
+    if pluginargs.parse("ssh", list(plugins["ssh"] or [])).string("ssh-private-key"):
+        return False
+    remembered = (memory or {}).get(MEMORY_KEY) or {}
+    return not (remembered.get("private") and remembered.get("public"))
 
 
 def _b64(text: str) -> str:
@@ -86,9 +87,10 @@ class SshPlugin(JobPlugin):
         remembered = self.ctx.memory.get(MEMORY_KEY) or {}
         if remembered.get("private") and remembered.get("public"):
             return str(remembered["private"]), str(remembered["public"])
-        if not self._generated:
-            private, public = generate_key_pair(self.ctx.settings.ssh_key_type)
-            self._generated = {"private": private, "public": public}
+        if self.ctx.ssh_key is None:
+            # The shell asks `needs_generated_key` before every reconcile: a bug, not an input.
+            raise ValueError(f"job {self.job.name}: the ssh plugin was given no key pair")
+        self._generated = {"private": self.ctx.ssh_key.private, "public": self.ctx.ssh_key.public}
         return self._generated["private"], self._generated["public"]
 
     def _config(self) -> str:

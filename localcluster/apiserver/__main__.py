@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import json
-import logging
-import sys
 from pathlib import Path
 
 import click
 
 from localcluster.apiserver.faults import FaultInjector
 from localcluster.apiserver.server import APIServer, APIServerConfig
-
-
-class _JsonFormatter(logging.Formatter):
-    _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry = {
-            "time": self.formatTime(record),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        entry.update({k: v for k, v in record.__dict__.items() if k not in self._RESERVED})
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str)
+from shared.logging import LOG_FORMATS, configure_logging
 
 
 @click.command()
@@ -67,9 +49,7 @@ class _JsonFormatter(logging.Formatter):
     default=None,
     help="The simulated kubelet's pod folders, for `kubectl logs` of pods that really run.",
 )
-@click.option(
-    "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
-)
+@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="json", show_default=True)
 def main(
     port: int,
     directory: Path,
@@ -85,12 +65,7 @@ def main(
     The kubeconfig's user is the admin (system:masters); ServiceAccount tokens are authorized
     by RBAC.
     """
-    handler = logging.StreamHandler(sys.stderr)
-    if log_format == "json":
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    configure_logging(fmt=log_format)
     try:
         rate = fault_rate if fault_rate is not None else FaultInjector.rate_from_env()
     except ValueError as exc:

@@ -4,13 +4,15 @@ applies plans the way the shell does (annotate → delete → create → update 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controller import podgroup
 from controller.model import Observed, Plan, PlanSettings, PodEdge
 from controller.plan import reconcile
+from controller.plugins.ssh import needs_generated_key
+from controller.sshkeys import generate_key_pair
 from shared import labels
 from shared.models import Job
 
@@ -260,9 +262,18 @@ def observe(j: Wire, pods: list[Wire] | None = None, now: datetime = T0, **kw: A
     return Observed(job=j, pods=list(pods or []), now=now, **kw)
 
 
+def with_ssh_key(observed: Observed, settings: PlanSettings) -> Observed:
+    """What the shell does before planning: a fresh key pair when the ssh plugin needs one."""
+    if observed.ssh_key is None and needs_generated_key(
+        observed.job, observed.children, observed.memory
+    ):
+        return replace(observed, ssh_key=generate_key_pair(settings.ssh_key_type))
+    return observed
+
+
 def plan_for(j: Wire, pods: list[Wire] | None = None, **kw: Any) -> Plan:
     settings = kw.pop("settings", PlanSettings())
-    return reconcile(observe(j, pods, **kw), settings)
+    return reconcile(with_ssh_key(observe(j, pods, **kw), settings), settings)
 
 
 def rounds(j: Wire, pods: list[Wire] | None = None, limit: int = 6, **kw: Any) -> list[Plan]:
@@ -353,7 +364,7 @@ class World:
 
     def step(self, advance: timedelta = timedelta(seconds=1)) -> Plan:
         self.now += advance
-        plan = reconcile(self.observe(), self.settings)
+        plan = reconcile(with_ssh_key(self.observe(), self.settings), self.settings)
         self.edges = []
         self.apply(plan)
         self.plans.append(plan)

@@ -17,8 +17,9 @@ from builders import (
     pod_of,
 )
 
-from controller.model import PlanSettings, PodEdge
+from controller.model import KeyPair, PlanSettings, PodEdge
 from controller.plan import reconcile
+from controller.plugins.ssh import needs_generated_key
 
 Wire = dict[str, Any]
 
@@ -44,8 +45,10 @@ def test_fix_1_replanning_after_a_failed_apply_is_idempotent() -> None:
         .phase("Pending")
         .build()
     )
-    first = reconcile(observe(j))
-    # The apply failed half-way: nothing changed, the shell re-plans with the planner's memory.
+    first = reconcile(observe(j, ssh_key=KeyPair("private", "ssh-ed25519 AAAA j\n")))
+    # The apply failed half-way: nothing changed, the shell re-plans with the planner's memory
+    # (and, the key being remembered, hands over no new one).
+    assert not needs_generated_key(j, {}, first.memory)
     again = reconcile(observe(j, memory=first.memory))
     assert again.create == first.create
     assert again.job_spec_patch == first.job_spec_patch
@@ -318,3 +321,43 @@ def test_fix_8_a_success_seen_only_in_the_deletion_counts() -> None:
     assert created_pods(plan) == []
     assert plan.status is not None
     assert plan.status["succeededIndexes"] == {"w": "0"}
+
+
+def job_updated_events(plan: Any) -> list[tuple[str, str]]:
+    return [(e.type, e.message) for e in plan.events if e.reason == "JobUpdated"]
+
+
+def test_fix_10_a_manual_scale_raises_one_normal_job_updated_event() -> None:
+    world = running_world(job("j").task("w", 2))
+    assert all(job_updated_events(p) == [] for p in world.plans)
+    world.job["spec"]["tasks"][0]["replicas"] = 3
+    plan = world.step()
+    assert job_updated_events(plan) == [("Normal", "the job was scaled: task w replicas 2 -> 3")]
+    world.settle(3)
+    assert all(job_updated_events(p) == [] for p in world.plans[-3:])
+
+
+def test_fix_10_after_a_controller_restart_only_a_change_not_acted_on_is_raised() -> None:
+    world = running_world(job("j").task("w", 2))
+    world.memory = None  # a new leader: nothing remembered, the PodGroup holds what was acted on
+    assert job_updated_events(world.step()) == []
+    # Scaled while no controller ran: the PodGroup still holds the old gang numbers.
+    world.job["spec"]["tasks"][0].update(replicas=3, minAvailable=3)
+    world.job["spec"]["minAvailable"] = 3
+    world.memory = None
+    assert job_updated_events(world.step()) == [
+        ("Normal", "the job was scaled: minAvailable 2 -> 3, task w minAvailable 2 -> 3")
+    ]
+
+
+def test_fix_10_a_job_restart_raises_no_job_updated() -> None:
+    world = running_world(job("j").task("w", 2))
+    world.command("RestartJob")
+    for _ in range(8):  # through Restarting and Pending (a new PodGroup) back to Running
+        world.step()
+        if world.pod_group is not None:
+            world.admit("Running")
+        world.set_all("Running")
+    assert world.status["retryCount"] == 1
+    assert world.phase == "Running"
+    assert all(job_updated_events(p) == [] for p in world.plans)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.scaling import extra_pods, missing_indexes
+from controller.scaling import GangShape, SpecShape, extra_pods, missing_indexes, spec_update
 
 
 def pod(task: str, index: int) -> dict[str, Any]:
@@ -46,3 +46,54 @@ def test_missing_indexes(
     replicas: int, existing: set[str], succeeded: set[int], expected: list[int]
 ) -> None:
     assert missing_indexes("j", "w", replicas, existing, succeeded) == expected
+
+
+def shape(min_available: int, **replicas: int) -> SpecShape:
+    return {"minAvailable": min_available, "replicas": dict(replicas)}
+
+
+def gang(min_member: int, **tasks: int) -> GangShape:
+    return {"minMember": min_member, "minTaskMember": dict(tasks)}
+
+
+@pytest.mark.parametrize(
+    ("last", "new", "acted_gang", "new_gang", "expected"),
+    [
+        (shape(2, w=2), shape(2, w=2), gang(2, w=2), gang(2, w=2), None),
+        (shape(2, w=2), shape(2, w=3), gang(2, w=2), gang(2, w=3), "task w replicas 2 -> 3"),
+        (
+            shape(2, w=2),
+            shape(3, w=4),
+            None,
+            gang(3, w=4),
+            "minAvailable 2 -> 3, task w replicas 2 -> 4",
+        ),
+        (shape(1, a=1, b=1), shape(1, a=1), None, gang(1, a=1), "task b replicas 1 -> 0"),
+        (None, shape(2, w=2), gang(2, w=2), gang(2, w=2), None),
+        (None, shape(2, w=2), None, gang(2, w=2), None),
+        (
+            None,
+            shape(3, w=3),
+            gang(2, w=2),
+            gang(3, w=3),
+            "minAvailable 2 -> 3, task w minAvailable 2 -> 3",
+        ),
+    ],
+    ids=[
+        "same shape (a status write, a restart of the job)",
+        "replicas patched",
+        "minAvailable and replicas edited",
+        "task removed",
+        "controller restarted, PodGroup already acted on",
+        "controller restarted, no PodGroup (new or restarting job)",
+        "controller restarted before acting on a change",
+    ],
+)
+def test_spec_update(
+    last: SpecShape | None,
+    new: SpecShape,
+    acted_gang: GangShape | None,
+    new_gang: GangShape,
+    expected: str | None,
+) -> None:
+    assert spec_update(last, new, acted_gang, new_gang) == expected

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.logging import configure_logging
+from shared.logging import announce, configure_logging
 
 
 @pytest.fixture(autouse=True)
@@ -59,3 +59,31 @@ def test_uvicorn_goes_through_the_same_handler() -> None:
 def test_unknown_format_is_refused() -> None:
     with pytest.raises(ValueError, match="json or text"):
         configure_logging("info", "xml")
+
+
+def test_uvicorn_lifecycle_lines_are_written_once_per_process() -> None:
+    stream = io.StringIO()
+    configure_logging("info", "text", stream)
+    uvicorn = logging.getLogger("uvicorn.error")
+    for port in (1, 2, 3):  # a process serving three ports runs three uvicorn servers
+        uvicorn.info("Started server process [%d]", 42)
+        uvicorn.info("Uvicorn running on http://127.0.0.1:%d (Press CTRL+C to quit)", port)
+    lines = stream.getvalue().splitlines()
+    assert sum("Started server process [42]" in line for line in lines) == 1
+    assert sum("Uvicorn running on" in line for line in lines) == 3
+    logging.getLogger("webhook.x").info("Started server process [42]")
+    assert len(stream.getvalue().splitlines()) == 5  # only uvicorn's own lines are folded
+
+
+def test_an_announcement_is_written_whatever_the_level() -> None:
+    stream = io.StringIO()
+    configure_logging("warning", "json", stream)
+    log = logging.getLogger("controller.runner")
+    log.info("hidden")
+    announce(log, "controller health port 1 metrics port 2", health_port=1, metrics_port=2)
+    (entry,) = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert (entry["level"], entry["msg"], entry["health_port"]) == (
+        "info",
+        "controller health port 1 metrics port 2",
+        1,
+    )
