@@ -5,7 +5,9 @@ propagation), bind its volumes at their mount paths, then exec the command in it
 -- ARGV…`
 
 Every source is opened before anything is mounted, so a volume mounted over a directory (say
-`/tmp`) never hides the source of a later one.
+`/tmp`) never hides the source of a later one. The installation that plays the image (the Python
+running this, its packages, the command) stays visible at its own path even when a volume is
+mounted over one of its ancestors, as an image's files stay visible beside a container's volumes.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import shutil
 import socket
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,8 +54,36 @@ def _mount(source: str, target: str, flags: int) -> None:
         raise OSError(errno, f"mount {source} on {target}: {os.strerror(errno)}")
 
 
-def apply_mounts(mounts: list[Mount]) -> None:
+def covered(paths: list[str], mounts: list[Mount]) -> list[str]:
+    """The paths a mount target would hide (the target is a proper ancestor), outermost only."""
+    targets = [m.target.rstrip("/") or "/" for m in mounts]
+    hidden = sorted(
+        {
+            os.path.normpath(p)
+            for p in paths
+            if any(os.path.normpath(p).startswith(t.rstrip("/") + "/") for t in targets)
+        }
+    )
+    outermost: list[str] = []
+    for path in hidden:
+        if not any(path.startswith(kept + "/") for kept in outermost):
+            outermost.append(path)
+    return outermost
+
+
+def installation_paths(command: list[str]) -> list[str]:
+    """What the container's command needs from this machine: the interpreter, its packages, the
+    import path and the command's own directory."""
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path]
+    found = shutil.which(command[0]) if command else None
+    if found:
+        paths.append(str(Path(found).parent))
+    return [p for p in paths if p and Path(p).is_dir()]
+
+
+def apply_mounts(mounts: list[Mount], keep: Sequence[str] = ()) -> None:
     handles = [os.open(m.source, O_PATH) for m in mounts]
+    kept = [(path, os.open(path, O_PATH)) for path in covered(list(keep), mounts)]
     for mount, handle in zip(mounts, handles, strict=True):
         target = Path(mount.target)
         if Path(mount.source).is_dir():
@@ -62,7 +94,10 @@ def apply_mounts(mounts: list[Mount]) -> None:
         _mount(f"/proc/self/fd/{handle}", mount.target, MS_BIND | MS_REC)
         if mount.read_only:
             _mount("none", mount.target, MS_REMOUNT | MS_BIND | MS_RDONLY)
-    for handle in handles:
+    for path, handle in kept:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        _mount(f"/proc/self/fd/{handle}", path, MS_BIND | MS_REC)
+    for handle in [*handles, *(h for _, h in kept)]:
         os.close(handle)
 
 
@@ -86,7 +121,7 @@ def main(argv: list[str]) -> None:
     command = argv[index + 1 :]
     if not command:
         raise SystemExit("launch: no command after --")
-    apply_mounts(mounts)
+    apply_mounts(mounts, installation_paths(command))
     if hostname:
         socket.sethostname(hostname)  # in the container's own UTS namespace
     if workdir:
