@@ -8,7 +8,6 @@ handlers read the raw body themselves, so FastAPI never answers 422 on their beh
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
@@ -117,6 +116,10 @@ class WebhookState:
     # Requests being handled; only the event loop's thread touches it.
     in_flight: int = 0
 
+    def __post_init__(self) -> None:
+        # Read at scrape time rather than kept in step on every request (two locked updates).
+        self.metrics.in_flight.set_function(lambda: self.in_flight)
+
     def queue_lookup(self) -> tuple[QueueView | None, str | None]:
         if not self.settings.queue_check or self.queue_cache is None:
             return None, None
@@ -174,7 +177,7 @@ def _client(request: Request) -> str:
 
 def _json_response(answer: Answer) -> Response:
     return Response(
-        content=json.dumps(answer.body, separators=(",", ":")).encode(),
+        content=review.dumps(answer.body),
         status_code=answer.status,
         media_type="application/json",
     )
@@ -226,12 +229,10 @@ def _endpoint(
             response.headers["retry-after"] = "1"
             return response
         state.in_flight += 1
-        metrics.in_flight.inc()
         try:
             return await _handle(request)
         finally:
             state.in_flight -= 1
-            metrics.in_flight.dec()
 
     async def _handle(request: Request) -> Response:
         started = time.perf_counter()

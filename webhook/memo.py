@@ -1,0 +1,83 @@
+"""Memoising pure functions of decoded JSON by a digest of the value's canonical form.
+
+API servers send the same pod templates and Job specs again and again (every worker of a job,
+every job from the same manifest), so the webhook keeps what it worked out for a value it has
+seen, keyed by a short digest rather than the value itself: a key stays 16 bytes however large
+the template, and the number of entries is bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from typing import Any, Final, Generic, TypeVar
+
+import orjson
+
+V = TypeVar("V")
+
+DIGEST_BYTES: Final = 16
+
+
+def canonical(value: Any) -> bytes | None:
+    """The value as JSON with sorted keys: equal for equal JSON values, different otherwise;
+    None for a value that is not JSON.
+
+    orjson writes NaN and ±Infinity as `null`, so an encoding that has `null` in it is made
+    again by the standard library, which spells them out; so is a value orjson refuses (an
+    integer beyond 64 bits). `1` and `1.0`, `true` and `1` stay distinct in both.
+    """
+    try:
+        encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        encoded = b""
+    if encoded and b"null" not in encoded:
+        return encoded
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def digest(*parts: bytes) -> bytes:
+    """A collision-resistant key for the concatenated parts (each length-prefixed)."""
+    hasher = hashlib.blake2b(digest_size=DIGEST_BYTES)
+    for part in parts:
+        hasher.update(len(part).to_bytes(8, "little"))
+        hasher.update(part)
+    return hasher.digest()
+
+
+class Memo(Generic[V]):
+    """A bounded least-recently-used table from digests to results; safe to share between
+    threads. Results are shared too: callers must treat them as read-only."""
+
+    __slots__ = ("_entries", "_lock", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: OrderedDict[bytes, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: bytes) -> V | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: bytes, value: V) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
