@@ -1,4 +1,4 @@
-"""Memoising pure functions of decoded JSON by a digest of the value's canonical form.
+"""Memoising pure functions of decoded JSON by a digest of the value's JSON encoding.
 
 API servers send the same pod templates and Job specs again and again (every worker of a job,
 every job from the same manifest), so the webhook keeps what it worked out for a value it has
@@ -21,22 +21,23 @@ V = TypeVar("V")
 DIGEST_BYTES: Final = 16
 
 
-def canonical(value: Any) -> bytes | None:
-    """The value as JSON with sorted keys: equal for equal JSON values, different otherwise;
-    None for a value that is not JSON.
+def encoding(value: Any) -> bytes | None:
+    """The value as compact JSON, keys in their own order: equal only for equal JSON values
+    written in the same order (so a result that depends on key order is kept apart too); None
+    for a value that is not JSON.
 
     orjson writes NaN and ±Infinity as `null`, so an encoding that has `null` in it is made
     again by the standard library, which spells them out; so is a value orjson refuses (an
     integer beyond 64 bits). `1` and `1.0`, `true` and `1` stay distinct in both.
     """
     try:
-        encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        encoded = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         encoded = b""
     if encoded and b"null" not in encoded:
         return encoded
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+        return json.dumps(value, separators=(",", ":")).encode()
     except (TypeError, ValueError, RecursionError):
         return None
 

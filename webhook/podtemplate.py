@@ -410,11 +410,11 @@ def validate_template(template: Any, path: Path) -> list[FieldError]:
 
     The problems of a template depend on nothing else, and the same templates come back with
     every job made from the same manifest: they are worked out once, with paths relative to
-    the template, and kept by a digest of the template's canonical JSON.
+    the template, and kept by a digest of the template's JSON.
     """
     if not isinstance(template, dict):
         return [FieldError.invalid(path, template, "must be an object (a PodTemplateSpec)")]
-    encoded = memo.canonical(template)
+    encoded = memo.encoding(template)
     if encoded is None:
         return _template_problems(template, path)
     key = memo.digest(encoded)

@@ -237,7 +237,7 @@ def encoded_patch(obj: dict[str, Any], scheduler_name: str) -> str:
     scheduler name: it is worked out once per distinct spec and kept by the spec's digest.
     """
     spec = obj.get("spec")
-    encoded = memo.canonical(spec) if isinstance(spec, dict) else None
+    encoded = memo.encoding(spec) if isinstance(spec, dict) else None
     if encoded is None:
         patch = mutation_patch(obj, scheduler_name)
         return base64.b64encode(dumps(patch)).decode() if patch else ""

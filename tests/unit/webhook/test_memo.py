@@ -6,16 +6,19 @@ import base64
 import copy
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import jsonpatch
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared.fielderrors import Path
-from webhook import memo, podtemplate, review
+from shared.fielderrors import FieldError, Path
+from tests.unit.webhook.test_review_properties import SETTINGS, mutated_jobs, valid_job
+from webhook import memo, podtemplate, review, validation
 from webhook.defaulting import default_job
+from webhook.settings import Settings
 
 TEMPLATE: dict[str, Any] = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
 
@@ -34,18 +37,19 @@ TEMPLATE: dict[str, Any] = {"spec": {"containers": [{"name": "c", "image": "busy
         ([1, 2], [2, 1]),
     ],
 )
-def test_different_json_values_have_different_canonical_forms(a: Any, b: Any) -> None:
-    assert memo.canonical(a) != memo.canonical(b)
+def test_different_json_values_have_different_encodings(a: Any, b: Any) -> None:
+    assert memo.encoding(a) != memo.encoding(b)
 
 
-def test_key_order_does_not_change_the_canonical_form() -> None:
-    assert memo.canonical({"a": 1, "b": {"c": 2, "d": 3}}) == memo.canonical(
-        {"b": {"d": 3, "c": 2}, "a": 1}
-    )
+def test_equal_values_in_the_same_key_order_share_an_encoding_and_other_orders_do_not() -> None:
+    value = {"a": 1, "b": {"c": 2, "d": [3, None]}}
+    assert memo.encoding(value) == memo.encoding(copy.deepcopy(value))
+    # Error order can follow key order: a result is only reused for the same order.
+    assert memo.encoding(value) != memo.encoding({"b": {"d": [3, None], "c": 2}, "a": 1})
 
 
-def test_a_value_that_is_not_json_has_no_canonical_form() -> None:
-    assert memo.canonical({"x": object()}) is None
+def test_a_value_that_is_not_json_has_no_encoding() -> None:
+    assert memo.encoding({"x": object()}) is None
 
 
 def test_digests_keep_the_parts_apart() -> None:
@@ -159,3 +163,47 @@ def test_bad_json_keeps_the_standard_error_message() -> None:
     with pytest.raises(ValueError, match="Expecting value") as caught:
         json.loads(b'{"request": ')
     assert answer.body["error"] == f"the body is not JSON: {caught.value}"
+
+
+def _fresh(validate: Callable[[], list[FieldError]]) -> list[FieldError]:
+    """What `validate` finds with nothing remembered."""
+    podtemplate._PROBLEMS.clear()
+    validation._SPEC_PROBLEMS.clear()
+    return validate()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(obj=mutated_jobs(), name=st.sampled_from(["j", "another-job", "Bad_Name", ""]))
+def test_remembered_job_problems_are_the_worked_out_ones(obj: dict[str, Any], name: str) -> None:
+    expected = _fresh(lambda: validation.validate_create(obj, None, SETTINGS))
+    other = _fresh(lambda: validation.validate_create(valid_job(), None, SETTINGS))
+    # Worked out beside another remembered spec, then remembered itself.
+    assert validation.validate_create(obj, None, SETTINGS) == expected
+    assert validation.validate_create(copy.deepcopy(obj), None, SETTINGS) == expected
+    assert validation.validate_create(valid_job(), None, SETTINGS) == other
+    # Under another name, with a queue check, and under another scheduler name.
+    renamed = {**obj, "metadata": {"name": name}}
+    queues = _NoQueues()
+    expected = _fresh(lambda: validation.validate_create(renamed, queues, SETTINGS))
+    validation.validate_create(obj, queues, SETTINGS)
+    assert validation.validate_create(renamed, queues, SETTINGS) == expected
+    elsewhere = Settings(scheduler_name="Not A Scheduler")
+    expected = _fresh(lambda: validation.validate_create(obj, None, elsewhere))
+    validation.validate_create(obj, None, SETTINGS)
+    assert validation.validate_create(obj, None, elsewhere) == expected
+
+
+class _NoQueues:
+    def get(self, name: str) -> None:
+        return None
+
+    def children(self, name: str) -> list[str]:
+        return []
+
+
+def test_the_same_spec_under_another_scheduler_name_is_judged_again() -> None:
+    job = valid_job()
+    assert "schedulerName" not in job["spec"]
+    assert validation.validate_create(job, None, SETTINGS) == []
+    problems = validation.validate_create(job, None, Settings(scheduler_name="Not A Scheduler"))
+    assert [p.field for p in problems] == ["spec.schedulerName"]
