@@ -19,12 +19,17 @@ import orjson
 V = TypeVar("V")
 
 DIGEST_BYTES: Final = 16
+# Results may hold parts of the value they were worked out from (a field error shows the value
+# it is about): only values up to this size are remembered, so that a full table stays small.
+# Real pod templates and Job specs are a few KiB.
+MAX_VALUE_BYTES: Final = 32 * 1024
+ENTRIES: Final = 256
 
 
 def encoding(value: Any) -> bytes | None:
     """The value as compact JSON, keys in their own order: equal only for equal JSON values
     written in the same order (so a result that depends on key order is kept apart too); None
-    for a value that is not JSON.
+    for a value that is not JSON, or whose JSON is longer than MAX_VALUE_BYTES.
 
     orjson writes NaN and ±Infinity as `null`, so an encoding that has `null` in it is made
     again by the standard library, which spells them out; so is a value orjson refuses (an
@@ -34,12 +39,12 @@ def encoding(value: Any) -> bytes | None:
         encoded = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         encoded = b""
-    if encoded and b"null" not in encoded:
-        return encoded
-    try:
-        return json.dumps(value, separators=(",", ":")).encode()
-    except (TypeError, ValueError, RecursionError):
-        return None
+    if not encoded or b"null" in encoded:
+        try:
+            encoded = json.dumps(value, separators=(",", ":")).encode()
+        except (TypeError, ValueError, RecursionError):
+            return None
+    return encoded if len(encoded) <= MAX_VALUE_BYTES else None
 
 
 def digest(*parts: bytes) -> bytes:

@@ -25,7 +25,7 @@ MAP_FIELDS: Final = frozenset(
 )
 CONTAINER_LISTS: Final = ("initContainers", "containers")
 # Problems by template digest (`validate_template`): a few hundred distinct templates at most.
-_PROBLEMS: Final[memo.Memo[tuple[FieldError, ...]]] = memo.Memo(512)
+_PROBLEMS: Final[memo.Memo[tuple[FieldError, ...]]] = memo.Memo(memo.ENTRIES)
 
 
 def warm_up() -> None:

@@ -50,7 +50,7 @@ TOO_DEEP: Final = (
 LONG_DIGIT_RUN: Final = b"9" * 19
 _DIGITS_AS_NINES: Final = bytes.maketrans(b"0123456789", b"9" * 10)
 # Encoded mutation patches by spec digest (`encoded_patch`).
-_PATCHES: Final[memo.Memo[str]] = memo.Memo(512)
+_PATCHES: Final[memo.Memo[str]] = memo.Memo(memo.ENTRIES)
 QUEUE_SKIPPED_WARNING: Final = (
     "the queue was not checked: no Queue CRD (queues.scheduling.volcano.sh) is installed"
 )

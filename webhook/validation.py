@@ -934,7 +934,7 @@ def validate_create(
 
 SpecProblems = tuple[tuple[FieldError, ...], tuple[FieldError, ...]]
 # `_spec_problems` by digest of the scheduler name and the raw spec.
-_SPEC_PROBLEMS: Final[memo.Memo[SpecProblems]] = memo.Memo(512)
+_SPEC_PROBLEMS: Final[memo.Memo[SpecProblems]] = memo.Memo(memo.ENTRIES)
 
 
 def _spec_problems(raw_spec: Any, reading: Reading, job: Job, scheduler_name: str) -> SpecProblems:

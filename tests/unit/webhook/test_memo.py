@@ -52,6 +52,20 @@ def test_a_value_that_is_not_json_has_no_encoding() -> None:
     assert memo.encoding({"x": object()}) is None
 
 
+def test_a_value_too_large_to_remember_has_no_encoding() -> None:
+    assert memo.encoding({"x": "a" * memo.MAX_VALUE_BYTES}) is None
+    assert memo.encoding({"x": "a" * (memo.MAX_VALUE_BYTES - 8)}) is not None
+
+
+def test_a_large_template_is_judged_without_the_memo() -> None:
+    template = {"spec": {"containers": [{"name": "C", "image": "i" * memo.MAX_VALUE_BYTES}]}}
+    podtemplate._PROBLEMS.clear()
+    assert [e.field for e in podtemplate.validate_template(template, Path.of("t"))] == [
+        "t.spec.containers[0].name"
+    ]
+    assert len(podtemplate._PROBLEMS) == 0
+
+
 def test_digests_keep_the_parts_apart() -> None:
     assert memo.digest(b"ab", b"c") != memo.digest(b"a", b"bc")
 
