@@ -12,6 +12,13 @@ of a ~3 MiB body, then waits) the webhook's peak RSS stays under 192 MiB — the
 limit is 256 Mi — and falls back once they are gone:
 
     .venv/bin/python bench/webhook.py --stalled-only
+
+The in-process cost per request (the apps called as ASGI callables: no sockets, TLS or HTTP
+parsing) is printed too; on a shared machine it is steadier than the throughput ratio. To see
+the effect of a change, measure an earlier checkout in the same run, interleaved with this one:
+
+    git archive <commit> | tar -x -C /tmp/before
+    .venv/bin/python bench/webhook.py --baseline /tmp/before
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import re
 import shutil
 import signal
@@ -88,8 +96,7 @@ def review_body() -> bytes:
 # The trivial server (run in its own process by `--serve-trivial`)
 
 
-def serve_trivial(cert_dir: Path) -> None:
-    import uvicorn
+def trivial_app() -> Any:
     from fastapi import FastAPI, Request
     from fastapi.responses import Response
 
@@ -101,7 +108,13 @@ def serve_trivial(cert_dir: Path) -> None:
 
     # Routed the same way as the webhook's endpoints (a plain route on a FastAPI app).
     app.add_route(TRIVIAL_PATH, trivial, methods=["POST"])
+    return app
 
+
+def serve_trivial(cert_dir: Path) -> None:
+    import uvicorn
+
+    app = trivial_app()
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
@@ -123,6 +136,132 @@ def serve_trivial(cert_dir: Path) -> None:
         await task
 
     asyncio.run(run())
+
+
+# ---------------------------------------------------------------------------------------------
+# In-process cost per request: the apps called as ASGI callables, no sockets, TLS or HTTP parser
+
+
+async def _asgi_call(app: Any, path: str, body: bytes) -> int:
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "https",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 9443),
+    }
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+    status = 0
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop()
+        await asyncio.Event().wait()  # a disconnect never comes: the client stays
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(scope, receive, send)
+    return status
+
+
+def micro_costs(body: bytes, seconds: float) -> dict[str, float]:
+    """Microseconds per request of the trivial app and of both admission endpoints, called in
+    this process (interleaved slices; the fastest slice of each, the least disturbed by other
+    work on the machine)."""
+    # This script is itself named webhook.py: its directory must not shadow the package.
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
+    from webhook.app import create_app
+    from webhook.settings import Settings
+
+    webhook = create_app(Settings(queue_check=False), None)
+    apps = {
+        "trivial": (trivial_app(), TRIVIAL_PATH),
+        "validate": (webhook, labels.VALIDATE_PATH),
+        "mutate": (webhook, labels.MUTATE_PATH),
+    }
+
+    async def measure() -> dict[str, float]:
+        best = {name: float("inf") for name in apps}
+        slices = 10
+        for _ in range(slices):
+            for name, (app, path) in apps.items():
+                budget = seconds / slices / len(apps)
+                count = 0
+                started = time.perf_counter()
+                while True:
+                    if await _asgi_call(app, path, body) != 200:
+                        raise RuntimeError(f"{name} did not answer 200")
+                    count += 1
+                    elapsed = time.perf_counter() - started
+                    if elapsed >= budget and count >= 20:
+                        break
+                best[name] = min(best[name], elapsed / count * 1e6)
+        return best
+
+    return asyncio.run(measure())
+
+
+def _micro_subprocess(source: Path | None, seconds: float) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(source)} if source is not None else None
+    result = subprocess.run(
+        [sys.executable, __file__, "--micro-only", "--seconds", str(seconds)],
+        env=env, capture_output=True, text=True, check=True, timeout=seconds * 4 + 60,
+    )  # fmt: skip
+    costs: dict[str, float] = json.loads(result.stdout.splitlines()[-1])
+    return costs
+
+
+def micro_side_by_side(
+    baseline: Path | None, seconds: float, rounds: int = 3
+) -> tuple[dict[str, float], dict[str, float] | None]:
+    """`micro_costs` of this tree and, when given, of the webhook in another source tree (a
+    checkout of an earlier commit): each in a fresh process, alternating, the best of each."""
+    sources: dict[str, Path | None] = {"now": None}
+    if baseline is not None:
+        sources["before"] = baseline
+    best: dict[str, dict[str, float]] = {}
+    for _ in range(rounds):
+        for label, source in sources.items():
+            costs = _micro_subprocess(source, seconds / rounds)
+            kept = best.setdefault(label, costs)
+            for name, value in costs.items():
+                kept[name] = min(kept[name], value)
+    return best["now"], best.get("before")
+
+
+def micro_lines(costs: dict[str, float], before: dict[str, float] | None) -> list[str]:
+    lines = []
+    for name in ("validate", "mutate"):
+        line = (
+            f"{name} in-process cost per request: {costs[name]:.0f} us, "
+            f"{costs[name] - costs['trivial']:.0f} us above trivial"
+        )
+        if before is not None:
+            line += (
+                f" (before: {before[name]:.0f} us, "
+                f"{before[name] - before['trivial']:.0f} us above trivial)"
+            )
+        lines.append(line)
+    trivial = f"trivial in-process cost per request: {costs['trivial']:.0f} us"
+    if before is not None:
+        trivial += f" (before: {before['trivial']:.0f} us, same app)"
+    return [*lines, trivial]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,7 +312,9 @@ def _wait_for_line(proc: subprocess.Popen[str], key: str, stream_name: str) -> d
     return found
 
 
-def start_webhook(cert_dir: Path) -> Server:
+def start_webhook(cert_dir: Path, source: Path | None = None) -> Server:
+    """The webhook as `vcjob webhook` runs it; from the source tree `source` when given."""
+    env = {**os.environ, "PYTHONPATH": str(source)} if source is not None else None
     proc = subprocess.Popen(
         [
             VCJOB, "webhook", "--host", "127.0.0.1", "--port", "0", "--health-port", "0",
@@ -181,7 +322,7 @@ def start_webhook(cert_dir: Path) -> Server:
             "--tls-cert-file", str(cert_dir / "tls.crt"),
             "--tls-private-key-file", str(cert_dir / "tls.key"),
         ],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     # The "webhook serving" log line carries the bound ports.
     return Server(proc, int(_wait_for_line(proc, "webhook", "stderr")["webhook"]))
@@ -366,6 +507,13 @@ def stalled_lines(cert_dir: Path) -> list[str]:
     ]
 
 
+def _ratio_line(name: str, now: float, before: float | None, target: str) -> str:
+    line = f"{name}: {now:.2f}"
+    if before is not None:
+        line += f" (before: {before:.2f})"
+    return f"{line} ({target})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -374,16 +522,32 @@ def main() -> None:
     parser.add_argument(
         "--stalled-only", action="store_true", help="only the stalled-uploads memory figure"
     )
+    parser.add_argument(
+        "--micro-only", action="store_true", help="only the in-process cost per request (JSON)"
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="SOURCE",
+        help="a checkout of an earlier commit: its webhook is measured in the same run, "
+        "interleaved, and its figures printed beside (before: …)",
+    )
     parser.add_argument("--serve-trivial", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_trivial:
         serve_trivial(args.serve_trivial)
+        return
+    body = review_body()
+    if args.micro_only:
+        print(json.dumps(micro_costs(body, args.seconds)))
         return
     if args.stalled_only:
         with tempfile.TemporaryDirectory() as tmp:
             certgen.write_bundle(certgen.issue(["127.0.0.1", "localhost"]), Path(tmp))
             print("\n".join(stalled_lines(Path(tmp))))
         return
+    if args.baseline is not None and not (args.baseline / "webhook" / "app.py").is_file():
+        parser.error(f"--baseline {args.baseline}: not a vcjob source tree (no webhook/app.py)")
 
     wrk = shutil.which("wrk")
     generator = "wrk" if wrk else "bundled asyncio generator"
@@ -393,20 +557,27 @@ def main() -> None:
             return wrk_load(wrk, port, path, body, connections, args.seconds / ROUNDS)
         return bundled_load(port, path, body, connections, args.seconds / ROUNDS)
 
-    body = review_body()
+    micro, micro_before = micro_side_by_side(args.baseline, args.seconds)
     with tempfile.TemporaryDirectory() as tmp:
         cert_dir = Path(tmp)
         certgen.write_bundle(certgen.issue(["127.0.0.1", "localhost"]), cert_dir)
         webhook = start_webhook(cert_dir)
         trivial = start_trivial(cert_dir)
+        servers = [webhook, trivial]
         targets = {
             "trivial": (trivial.port, TRIVIAL_PATH),
             "validate": (webhook.port, labels.VALIDATE_PATH),
             "mutate": (webhook.port, labels.MUTATE_PATH),
         }
+        old: Server | None = None
         results: dict[tuple[str, int], Load] = {}
         try:
-            # Interleaved short slices, so a change in the machine's load hits all three alike.
+            if args.baseline is not None:
+                old = start_webhook(cert_dir, args.baseline)
+                servers.append(old)
+                targets["validate before"] = (old.port, labels.VALIDATE_PATH)
+                targets["mutate before"] = (old.port, labels.MUTATE_PATH)
+            # Interleaved short slices, so a change in the machine's load hits all alike.
             for _ in range(ROUNDS):
                 for connections in (32, 4):
                     for name, (port, path) in targets.items():
@@ -417,29 +588,63 @@ def main() -> None:
                         total.latencies += part.latencies
                         total.errors += part.errors
             rss = webhook.rss_mb()
+            rss_before = old.rss_mb() if old is not None else None
         finally:
-            webhook.stop()
-            trivial.stop()
+            for server in servers:
+                server.stop()
         stalled = stalled_lines(cert_dir)
-    trivial_32, validate_32, mutate_32 = (results[(n, 32)] for n in targets)
-    trivial_4, validate_4, mutate_4 = (results[(n, 4)] for n in targets)
+
+    def get(name: str, connections: int) -> Load | None:
+        return results.get((name, connections))
+
+    def ratio(name: str) -> float | None:
+        load_32 = get(name, 32)
+        return load_32.rps / results[("trivial", 32)].rps if load_32 is not None else None
+
+    def p(name: str, pct: float) -> float | None:
+        load_4 = get(name, 4)
+        return load_4.percentile(pct) * 1000 if load_4 is not None else None
+
+    def rps(name: str) -> str:
+        load_32 = get(name, 32)
+        return f"{load_32.rps:.0f}" if load_32 is not None else "-"
+
     errors = sum(x.errors for x in results.values())
-    ms = 1000
-    lines = [
-        f"validate throughput ratio at 32 connections: {validate_32.rps / trivial_32.rps:.2f}"
-        " (target >= 0.6)",
-        f"mutate throughput ratio at 32 connections: {mutate_32.rps / trivial_32.rps:.2f}"
-        " (target >= 0.6)",
-        f"validate p99 latency at 4 connections: {validate_4.percentile(99) * ms:.2f} ms"
-        " (target <= 5)",
-        f"mutate p99 latency at 4 connections: {mutate_4.percentile(99) * ms:.2f} ms (target <= 5)",
-        f"webhook RSS after load: {rss:.1f} MB (target <= 120)",
-        f"validate p50 latency at 4 connections: {validate_4.percentile(50) * ms:.2f} ms",
-        f"mutate p50 latency at 4 connections: {mutate_4.percentile(50) * ms:.2f} ms",
-        f"trivial p50 / p99 latency at 4 connections: {trivial_4.percentile(50) * ms:.2f} / "
-        f"{trivial_4.percentile(99) * ms:.2f} ms",
-        f"requests per second at 32 connections: trivial {trivial_32.rps:.0f}, "
-        f"validate {validate_32.rps:.0f}, mutate {mutate_32.rps:.0f}",
+    lines = []
+    for name in ("validate", "mutate"):
+        lines.append(
+            _ratio_line(
+                f"{name} throughput ratio at 32 connections",
+                ratio(name) or 0.0,
+                ratio(f"{name} before"),
+                "target >= 0.6",
+            )
+        )
+    for name in ("validate", "mutate"):
+        line = f"{name} p99 latency at 4 connections: {p(name, 99) or 0.0:.2f} ms"
+        if (before := p(f"{name} before", 99)) is not None:
+            line += f" (before: {before:.2f} ms)"
+        lines.append(line + " (target <= 5)")
+    rss_line = f"webhook RSS after load: {rss:.1f} MB"
+    if rss_before is not None:
+        rss_line += f" (before: {rss_before:.1f} MB)"
+    lines.append(rss_line + " (target <= 120)")
+    lines += micro_lines(micro, micro_before)
+    for name in ("validate", "mutate"):
+        line = f"{name} p50 latency at 4 connections: {p(name, 50) or 0.0:.2f} ms"
+        if (before := p(f"{name} before", 50)) is not None:
+            line += f" (before: {before:.2f} ms)"
+        lines.append(line)
+    lines += [
+        f"trivial p50 / p99 latency at 4 connections: {p('trivial', 50) or 0.0:.2f} / "
+        f"{p('trivial', 99) or 0.0:.2f} ms",
+        f"requests per second at 32 connections: trivial {rps('trivial')}, "
+        f"validate {rps('validate')}, mutate {rps('mutate')}"
+        + (
+            f" (before: validate {rps('validate before')}, mutate {rps('mutate before')})"
+            if args.baseline is not None
+            else ""
+        ),
         f"load generator: {generator}; {args.seconds:g} s per endpoint and concurrency in "
         f"{ROUNDS} interleaved slices; non-200 answers: {errors}; review body {len(body)} bytes",
     ]

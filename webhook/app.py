@@ -8,7 +8,6 @@ handlers read the raw body themselves, so FastAPI never answers 422 on their beh
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
@@ -28,6 +27,7 @@ from prometheus_client import (
     make_asgi_app,
 )
 from starlette.requests import ClientDisconnect
+from starlette.types import Receive, Scope, Send
 
 from shared import labels
 from webhook import cronjob_review, podtemplate, review
@@ -117,6 +117,10 @@ class WebhookState:
     # Requests being handled; only the event loop's thread touches it.
     in_flight: int = 0
 
+    def __post_init__(self) -> None:
+        # Read at scrape time rather than kept in step on every request (two locked updates).
+        self.metrics.in_flight.set_function(lambda: self.in_flight)
+
     def queue_lookup(self) -> tuple[QueueView | None, str | None]:
         if not self.settings.queue_check or self.queue_cache is None:
             return None, None
@@ -174,7 +178,7 @@ def _client(request: Request) -> str:
 
 def _json_response(answer: Answer) -> Response:
     return Response(
-        content=json.dumps(answer.body, separators=(",", ":")).encode(),
+        content=review.dumps(answer.body),
         status_code=answer.status,
         media_type="application/json",
     )
@@ -226,12 +230,10 @@ def _endpoint(
             response.headers["retry-after"] = "1"
             return response
         state.in_flight += 1
-        metrics.in_flight.inc()
         try:
             return await _handle(request)
         finally:
             state.in_flight -= 1
-            metrics.in_flight.dec()
 
     async def _handle(request: Request) -> Response:
         started = time.perf_counter()
@@ -281,27 +283,54 @@ def _endpoint(
     return handle
 
 
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class _AdmissionApp(FastAPI):
+    """A FastAPI app that hands a POST to an admission path straight to its handler.
+
+    The handlers read the raw body, answer every error themselves and never raise, so the
+    framework's middleware stack and router (a dozen awaits per request) add nothing but cost
+    there; everything else (other paths, other methods: 404, 405) goes through FastAPI.
+    """
+
+    admission: dict[str, Handler]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            handler = self.admission.get(scope["path"])
+            if handler is not None:
+                response = await handler(Request(scope, receive, send))
+                await response(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(settings: Settings, queue_cache: QueueCacheLike | None) -> FastAPI:
     """The admission app. Its `state.webhook` (a WebhookState) feeds the health and metrics
     apps made by `create_health_app` and `create_metrics_app`."""
     podtemplate.warm_up()
     state = WebhookState(settings, queue_cache)
-    app = FastAPI(
+    app = _AdmissionApp(
         title="vcjob admission webhook",
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
     )
     app.state.webhook = state
-    # Plain routes: the handlers read the raw body themselves, so no request model, no
-    # dependency resolution and no automatic 422 stand between the API server and them.
-    for kind, path in ((Kind.MUTATE, labels.MUTATE_PATH), (Kind.VALIDATE, labels.VALIDATE_PATH)):
-        app.add_route(path, _endpoint(state, kind, path), methods=["POST"], include_in_schema=False)
-    for kind, path in (
-        (Kind.MUTATE, cronjob_review.MUTATE_PATH),
-        (Kind.VALIDATE, cronjob_review.VALIDATE_PATH),
-    ):
-        handler = _endpoint(state, kind, path, cronjob_review.answer)
+    handlers: dict[str, Handler] = {
+        labels.MUTATE_PATH: _endpoint(state, Kind.MUTATE, labels.MUTATE_PATH),
+        labels.VALIDATE_PATH: _endpoint(state, Kind.VALIDATE, labels.VALIDATE_PATH),
+        cronjob_review.MUTATE_PATH: _endpoint(
+            state, Kind.MUTATE, cronjob_review.MUTATE_PATH, cronjob_review.answer
+        ),
+        cronjob_review.VALIDATE_PATH: _endpoint(
+            state, Kind.VALIDATE, cronjob_review.VALIDATE_PATH, cronjob_review.answer
+        ),
+    }
+    app.admission = handlers
+    # Also plain routes, so other methods on these paths get FastAPI's 405.
+    for path, handler in handlers.items():
         app.add_route(path, handler, methods=["POST"], include_in_schema=False)
     return app
 

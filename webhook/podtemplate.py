@@ -7,12 +7,14 @@ Pure: the schema data ships inside the package and is read once.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from decimal import Decimal
 from functools import cache
 from typing import Any, Final
 
 from shared import kubeschema, names, quantity
 from shared.fielderrors import FieldError, Path
+from webhook import memo
 
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
@@ -22,6 +24,8 @@ MAP_FIELDS: Final = frozenset(
     {"labels", "annotations", "nodeSelector", "limits", "requests", "overhead", "data"}
 )
 CONTAINER_LISTS: Final = ("initContainers", "containers")
+# Problems by template digest (`validate_template`): a few hundred distinct templates at most.
+_PROBLEMS: Final[memo.Memo[tuple[FieldError, ...]]] = memo.Memo(memo.ENTRIES)
 
 
 def warm_up() -> None:
@@ -384,14 +388,42 @@ def _semantic_errors(template: dict[str, Any], base: Path) -> list[FieldError]:
     return errors
 
 
-def validate_template(template: Any, path: Path) -> list[FieldError]:
-    """Every problem of a task's pod template; paths start at `path` (…`.template`)."""
-    if not isinstance(template, dict):
-        return [FieldError.invalid(path, template, "must be an object (a PodTemplateSpec)")]
+def _template_problems(template: dict[str, Any], path: Path) -> list[FieldError]:
     found = schema_errors(template, path)
     reported = {e.field for e in found}
     semantic = [e for e in _semantic_errors(template, path) if not _covered(e, reported)]
     return found + semantic
+
+
+def _rerooted(error: FieldError, prefix: str) -> FieldError:
+    """An error found below the template's own root, with its path moved under `prefix`."""
+    if not prefix:
+        return error
+    if not error.field:
+        return replace(error, field=prefix)
+    joiner = "" if error.field.startswith("[") else "."
+    return replace(error, field=prefix + joiner + error.field)
+
+
+def validate_template(template: Any, path: Path) -> list[FieldError]:
+    """Every problem of a task's pod template; paths start at `path` (…`.template`).
+
+    The problems of a template depend on nothing else, and the same templates come back with
+    every job made from the same manifest: they are worked out once, with paths relative to
+    the template, and kept by a digest of the template's JSON.
+    """
+    if not isinstance(template, dict):
+        return [FieldError.invalid(path, template, "must be an object (a PodTemplateSpec)")]
+    encoded = memo.encoding(template)
+    if encoded is None:
+        return _template_problems(template, path)
+    key = memo.digest(encoded)
+    relative = _PROBLEMS.get(key)
+    if relative is None:
+        relative = tuple(_template_problems(template, Path()))
+        _PROBLEMS.put(key, relative)
+    prefix = str(path)
+    return [_rerooted(error, prefix) for error in relative]
 
 
 def _whole_cpus_error(container: dict[str, Any], path: Path, policy: str) -> FieldError | None:

@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+import orjson
+
 from shared import labels
 from shared.fielderrors import FieldError, render
+from webhook import memo
 from webhook.defaulting import mutation_patch
 from webhook.settings import Settings
 from webhook.validation import (
@@ -43,6 +46,11 @@ TOO_DEEP: Final = (
     f"JSON nested too deeply: more than {MAX_DEPTH} levels (the webhook's limit); "
     "no Job needs that many"
 )
+# Every integer orjson may turn into a float has at least this many digits (2**63 has 19).
+LONG_DIGIT_RUN: Final = b"9" * 19
+_DIGITS_AS_NINES: Final = bytes.maketrans(b"0123456789", b"9" * 10)
+# Encoded mutation patches by spec digest (`encoded_patch`).
+_PATCHES: Final[memo.Memo[str]] = memo.Memo(memo.ENTRIES)
 QUEUE_SKIPPED_WARNING: Final = (
     "the queue was not checked: no Queue CRD (queues.scheduling.volcano.sh) is installed"
 )
@@ -163,10 +171,35 @@ def depth(value: Any) -> int:
     return deepest
 
 
+def loads(body: bytes) -> Any:
+    """Decoded JSON, as the standard library decodes it, but about twice as fast.
+
+    orjson takes every ordinary review; what it refuses (NaN, invalid UTF-8, very deep nesting,
+    malformed JSON) goes to the standard library, so such bodies get the same value or the same
+    error message as before. orjson turns an integer beyond 64 bits into a float, so a body
+    with a run of 19 digits or more (a lookup of ~1 µs) goes to the standard library too.
+    """
+    if LONG_DIGIT_RUN in body.translate(_DIGITS_AS_NINES):
+        return json.loads(body)
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON. orjson where it can (it writes non-ASCII as UTF-8 rather than escapes,
+    the same JSON); the standard library for what orjson refuses (integers beyond 64 bits)."""
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, separators=(",", ":")).encode()
+
+
 def decode(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:
     """The review, its request and uid; or the 400 answer for a body that is not a review."""
     try:
-        review = json.loads(body)
+        review = loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         return error_body(400, f"the body is not JSON: {exc}")
     except RecursionError:
@@ -197,6 +230,26 @@ def _job_review(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Ans
     return decoded
 
 
+def encoded_patch(obj: dict[str, Any], scheduler_name: str) -> str:
+    """The mutation patch of `obj`, as JSON in base64 ("" when there is none).
+
+    Defaulting reads and writes `spec` alone, so the patch is a function of the spec and the
+    scheduler name: it is worked out once per distinct spec and kept by the spec's digest.
+    """
+    spec = obj.get("spec")
+    encoded = memo.encoding(spec) if isinstance(spec, dict) else None
+    if encoded is None:
+        patch = mutation_patch(obj, scheduler_name)
+        return base64.b64encode(dumps(patch)).decode() if patch else ""
+    key = memo.digest(scheduler_name.encode(), encoded)
+    found = _PATCHES.get(key)
+    if found is None:
+        patch = mutation_patch(obj, scheduler_name)
+        found = base64.b64encode(dumps(patch)).decode() if patch else ""
+        _PATCHES.put(key, found)
+    return found
+
+
 def mutate(body: bytes, settings: Settings) -> Answer:
     opened = _job_review(body)
     if isinstance(opened, Answer):
@@ -209,11 +262,11 @@ def mutate(body: bytes, settings: Settings) -> Answer:
     reading = read_job(obj)
     if reading.errors or not isinstance(obj, dict):
         return _denial(review, uid, sort_errors(obj, reading.errors), request)
-    patch = mutation_patch(obj, settings.scheduler_name)
+    encoded = encoded_patch(obj, settings.scheduler_name)
     response: dict[str, Any] = {"allowed": True}
-    if patch:
+    if encoded:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+        response["patch"] = encoded
     return _response(review, uid, response, Result.ALLOWED)
 
 

@@ -58,6 +58,25 @@ def head_deadline_protocol(seconds: float) -> type[H11Protocol]:
     withholds its headers is disconnected `seconds` after it began.
     """
 
+    collection: list[asyncio.TimerHandle] = []
+
+    def collect_soon(loop: asyncio.AbstractEventLoop) -> None:
+        """One cyclic collection a second after connections close (at most one pending).
+
+        A closed TLS connection is a reference cycle (asyncio's SSL protocol and transport)
+        holding a 256 KiB read buffer, so only the cyclic collector frees it. The request path
+        allocates so little that the collector's oldest generation runs rarely: under a load
+        that reconnects often, dead connections piled up by tens of MB before it did. With the
+        start-up objects frozen (see `serve`) a full collection takes microseconds.
+        """
+
+        def collect() -> None:
+            collection.clear()
+            gc.collect()
+
+        if not collection:
+            collection.append(loop.call_later(1.0, collect))
+
     class HeadDeadline(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
 
@@ -75,6 +94,7 @@ def head_deadline_protocol(seconds: float) -> type[H11Protocol]:
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
+            collect_soon(self.loop)
 
         def _awaiting_head(self) -> bool:
             return self.cycle is None or self.cycle.response_complete

@@ -31,7 +31,7 @@ from shared.models import (
     TaskSpec,
 )
 from shared.models.job import NetworkTopology
-from webhook import podtemplate
+from webhook import memo, podtemplate
 from webhook.defaulting import copy_json, defaulted_view
 from webhook.settings import Settings
 
@@ -924,20 +924,49 @@ def validate_create(
     rules = _Rules(reading, reading.job, list(reading.errors))
     job_name = _job_name(rules)
     _check_task_names(rules, job_name)
-    _check_task_bounds(rules)
-    _check_depends_on(rules)
-    _check_templates(rules)
-    _check_job_scalars(rules)
-    _check_job_bounds(rules)
-    _check_partitions(rules)
-    _check_job_topology(rules)
-    _check_policies(rules, rules.job.spec.policies, SPEC.child("policies"))
-    _check_plugins(rules)
-    _check_volumes(rules)
+    first, last = _spec_problems(raw.get("spec"), reading, rules.job, settings.scheduler_name)
+    rules.errors.extend(first)
     if queues is not None:
         _check_queue(rules, queues)
-    _check_success_policy(rules)
+    rules.errors.extend(last)
     return sort_errors(defaulted, rules.errors)
+
+
+SpecProblems = tuple[tuple[FieldError, ...], tuple[FieldError, ...]]
+# `_spec_problems` by digest of the scheduler name and the raw spec.
+_SPEC_PROBLEMS: Final[memo.Memo[SpecProblems]] = memo.Memo(memo.ENTRIES)
+
+
+def _spec_problems(raw_spec: Any, reading: Reading, job: Job, scheduler_name: str) -> SpecProblems:
+    """The problems found by the checks that read the (defaulted) spec alone: those before the
+    queue check and those after it, in the order the checks run.
+
+    They depend on the raw spec and the scheduler name only (defaulting reads nothing else),
+    and jobs made from one manifest share their spec: they are worked out once per spec. A
+    Job with a value that could not be read (then `reading.broken` is not empty) is rare and
+    always worked out afresh.
+    """
+    encoded = None if reading.broken else memo.encoding(raw_spec)
+    key = memo.digest(scheduler_name.encode(), encoded) if encoded is not None else None
+    if key is not None and (found := _SPEC_PROBLEMS.get(key)) is not None:
+        return found
+    first = _Rules(reading, job)
+    _check_task_bounds(first)
+    _check_depends_on(first)
+    _check_templates(first)
+    _check_job_scalars(first)
+    _check_job_bounds(first)
+    _check_partitions(first)
+    _check_job_topology(first)
+    _check_policies(first, job.spec.policies, SPEC.child("policies"))
+    _check_plugins(first)
+    _check_volumes(first)
+    last = _Rules(reading, job)
+    _check_success_policy(last)
+    problems = (tuple(first.errors), tuple(last.errors))
+    if key is not None:
+        _SPEC_PROBLEMS.put(key, problems)
+    return problems
 
 
 # ---------------------------------------------------------------------------------------------

@@ -549,3 +549,11 @@ async def test_metrics_have_process_series_and_no_created_series(
     assert "process_resident_memory_bytes" in text
     assert "controller_runtime_webhook_requests_total" in text
     assert "_created" not in text
+
+
+def test_the_in_flight_gauge_reads_the_requests_being_handled() -> None:
+    state = webhook_state(create_app(Settings(queue_check=False), None))
+    registry = state.metrics.registry
+    assert registry.get_sample_value("vcjob_webhook_requests_in_flight") == 0
+    state.in_flight = 3
+    assert registry.get_sample_value("vcjob_webhook_requests_in_flight") == 3
