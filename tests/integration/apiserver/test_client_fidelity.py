@@ -414,8 +414,8 @@ def test_streams_into_simulated_pods_are_a_clear_404(http: httpx.Client, subreso
     status = answer.json()
     assert status["reason"] == "NotFound"
     assert status["message"] == (
-        f"pods/{subresource} is not supported by the vcjob local API server "
-        "(there is no container runtime)"
+        f"pods/{subresource} is not supported by the vcjob local API server; "
+        "a pod that really runs is reached from this machine at its pod IP"
     )
 
 

@@ -3,6 +3,7 @@ on the main resource, Queue rules, the Unschedulable condition and event, Queue 
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -115,6 +116,9 @@ def test_closed_queue_and_capability_refuse_admission(client: KubeClient, namesp
     )
     assert opened["status"]["pending"] == 1
     client.patch(QUEUES, name, {"status": {"state": "Closed"}}, subresource="status")
+    # The scheduler acts on its watch of Queues: give the change time to arrive, as a user who
+    # closes a queue and submits right after may see one more admission too.
+    time.sleep(3)
     client.create(PODGROUPS, podgroup("small", name, cpu="500m"), namespace)
     small = wait_for(
         lambda: client.get(PODGROUPS, "small", namespace),
