@@ -1,21 +1,20 @@
-"""A small list+watch store of one resource, for the CronJob and Queue controllers.
+"""A store of one resource fed by kubeio's list+watch reflector, for the CronJob and Queue
+controllers.
 
 It keeps the objects as wire dicts keyed by `namespace/name` (or `name` when cluster-scoped) and
-calls `on_change(old, new)` for every add, update and delete (the other one None), so the
-owner can map an event to the keys it must sync. A `410 Gone` relists; other failures back off.
+calls `on_change(old, new)` for every add, update and delete (the other one None), so the owner
+can map an event to the keys it must sync. Listing, watching, bookmarks and the `410 Gone`
+re-list are the reflector's (`kubeio.informer`), as for every other watch of the controller.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubeio.client import Kube, Resource
-from kubeio.errors import KubeError, NotFoundError
-
-log = logging.getLogger(__name__)
+from kubeio.informer import Reflector, WatchSpec
 
 WireObject = dict[str, Any]
 OnChange = Callable[[WireObject | None, WireObject | None], None]
@@ -38,25 +37,24 @@ class Informer:
         *,
         timeout_seconds: int = 300,
     ) -> None:
-        self._kube = kube
         self._resource = resource
         self._on_change = on_change
-        self._stop = stop
-        self._timeout_seconds = timeout_seconds
         self._lock = threading.Lock()
         self._store: dict[str, WireObject] = {}
-        self._synced = threading.Event()
-        self._thread: threading.Thread | None = None
+        # The owner enqueues from `on_change`; the reflector's own key hand-off is not used.
+        self._reflector = Reflector(
+            kube, WatchSpec(resource), self, _ignore_keys, stop, timeout_seconds=timeout_seconds
+        )
 
     @property
     def synced(self) -> bool:
-        return self._synced.is_set()
+        return self._reflector.synced
 
     def wait_synced(self, timeout: float) -> bool:
-        return self._synced.wait(timeout)
+        return self._reflector.wait_synced(timeout)
 
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._reflector.alive()
 
     def get(self, key: str) -> WireObject | None:
         with self._lock:
@@ -73,42 +71,14 @@ class Informer:
             self._store[key_of(obj)] = obj
 
     def start(self) -> None:
-        name = f"informer-{self._resource.plural}"
-        self._thread = threading.Thread(target=self.run, name=name, daemon=True)
-        self._thread.start()
+        self._reflector.start()
 
-    def run(self) -> None:
-        backoff = 0.2
-        version: str | None = None
-        while not self._stop.is_set():
-            try:
-                if version is None:
-                    version = self._list()
-                version = self._watch(version)
-                backoff = 0.2
-            except NotFoundError:
-                # The resource is not served (its CRD is missing): empty, look again later.
-                self._replace([])
-                self._synced.set()
-                version = None
-                self._stop.wait(30.0)
-            except KubeError as exc:
-                if exc.status == 410:
-                    version = None
-                    continue
-                log.warning(
-                    "watch failed, retrying",
-                    extra={"kind": self._resource.kind, "error": str(exc)},
-                )
-                self._stop.wait(backoff)
-                backoff = min(30.0, backoff * 2)
-            except Exception:
-                log.exception("informer error", extra={"kind": self._resource.kind})
-                self._stop.wait(backoff)
-                backoff = min(30.0, backoff * 2)
+    # -- kubeio.informer.Store ----------------------------------------------------------------
 
-    def _replace(self, items: list[WireObject]) -> None:
+    def replace_all(self, kind: str, items: Iterable[WireObject]) -> set[str]:
         fresh = {key_of(i): i for i in items}
+        for obj in fresh.values():
+            obj.setdefault("kind", kind)
         with self._lock:
             old = self._store
             self._store = fresh
@@ -117,37 +87,23 @@ class Informer:
         for key, obj in old.items():
             if key not in fresh:
                 self._on_change(obj, None)
+        return set()
 
-    def _list(self) -> str:
-        items, version = self._kube.list(self._resource)
-        for item in items:
-            item.setdefault("kind", self._resource.kind)
-        self._replace(items)
-        self._synced.set()
-        return version
+    def upsert(self, kind: str, obj: WireObject) -> str | None:
+        obj.setdefault("kind", kind)
+        key = key_of(obj)
+        with self._lock:
+            old = self._store.get(key)
+            self._store[key] = obj
+        self._on_change(old, obj)
+        return None
 
-    def _watch(self, version: str) -> str:
-        for event in self._kube.watch(
-            self._resource, resource_version=version, timeout_seconds=self._timeout_seconds
-        ):
-            if self._stop.is_set():
-                break
-            kind = event.get("type")
-            obj = event.get("object") or {}
-            if kind == "ERROR":
-                raise KubeError(f"watch error: {obj.get('message')}", int(obj.get("code") or 0))
-            new_version = (obj.get("metadata") or {}).get("resourceVersion")
-            if new_version:
-                version = str(new_version)
-            if kind == "BOOKMARK":
-                continue
-            obj.setdefault("kind", self._resource.kind)
-            key = key_of(obj)
-            with self._lock:
-                old = self._store.get(key)
-                if kind == "DELETED":
-                    self._store.pop(key, None)
-                else:
-                    self._store[key] = obj
-            self._on_change(old, None if kind == "DELETED" else obj)
-        return version
+    def remove(self, kind: str, obj: WireObject) -> str | None:
+        with self._lock:
+            old = self._store.pop(key_of(obj), None)
+        self._on_change(old if old is not None else obj, None)
+        return None
+
+
+def _ignore_keys(keys: Iterable[str]) -> None:
+    del keys
