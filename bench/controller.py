@@ -4,7 +4,8 @@
 
 Prints one figure per line: each scenario's seconds for the plain loop and for the controller,
 the ratio (plain / controller: 1.0 = as fast as the physical limit; target ≥ 0.9), the
-controller's CPU seconds per pod and its API calls per job by method (watches and lists included).
+controller's CPU milliseconds per pod, the API server's in both phases, and the controller's API
+calls per job by method (its start-up lists and watches included).
 """
 
 from __future__ import annotations
