@@ -77,6 +77,12 @@ def pod_body(name: str) -> dict[str, Any]:
     }
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 class ControllerProcess:
     def __init__(self, cluster: LocalCluster, log: Path, *extra: str) -> None:
         argv = [
@@ -131,8 +137,7 @@ class ControllerProcess:
         raise TimeoutError("the controller did not become ready")
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return process_cpu_seconds(self.process.pid)
 
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
@@ -158,6 +163,18 @@ def wait_metric(ctl: ControllerProcess, name: str, target: float, timeout: float
             return time.monotonic() - start
         time.sleep(0.02)
     raise TimeoutError(f"{name} did not reach {target} within {timeout}s ({ctl.metric(name)})")
+
+
+def requests_by_method(metrics_text: str) -> dict[str, float]:
+    """`rest_client_requests_total` summed per HTTP method."""
+    totals: dict[str, float] = {}
+    for line in metrics_text.splitlines():
+        if line.startswith("rest_client_requests_total{"):
+            method = re.search(r'method="([^"]+)"', line)
+            if method:
+                value = float(line.rsplit(" ", 1)[1])
+                totals[method.group(1)] = totals.get(method.group(1), 0.0) + value
+    return totals
 
 
 def histogram_quantile(metrics_text: str, name: str, q: float) -> float:

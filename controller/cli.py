@@ -193,7 +193,8 @@ def run_controller(settings: Settings) -> int:
     # kubeio.signals): the controller then drains, releases its Lease and exits.
     stop = install_stop_signals()
     controller = Controller(settings, api_client)
-    controller.metrics.count_rest_requests(api_client)
+    # The controller talks through its own pooled copy of the client: count that one.
+    controller.metrics.count_rest_requests(controller.api_client)
     controller.start()
     if settings.elastic:
         _start_elastic(settings, controller, stop)

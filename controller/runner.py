@@ -391,7 +391,7 @@ class Controller:
             self._memory[key] = _Memory(uid, plan.memory)
         # A written phase is a decision whose effects the next reconcile carries out: go on at
         # once (the watch echo of our own status write does not enqueue the job again).
-        return plan.requeue_after, result.objects_written > 0 or _phase_changed(job, plan)
+        return plan.requeue_after, follow_up_needed(job, plan, result.objects_written)
 
     def _delete_orphan_commands(self, key: str, commands: list[dict[str, Any]]) -> None:
         """Commands whose Job does not exist can never run: delete them. The cache may lag
@@ -447,8 +447,30 @@ class Controller:
         self.cache.store_written("Job", written)
 
 
-def _phase_changed(job: dict[str, Any], plan: Plan) -> bool:
-    if plan.status is None:
-        return False
+def follow_up_needed(job: dict[str, Any], plan: Plan, objects_written: int) -> bool:
+    """Whether the job is reconciled again at once after its plan was applied.
+
+    Yes after any write of an object (its watch echo is not reconciled) or of a new phase (the
+    next reconcile carries out its effects) — except for a new job's first plan that created
+    everything it meant to and wrote Pending: the cache holds each created object as the API
+    returned it and nothing is left to carry out, so another reconcile would plan nothing."""
     before = ((job.get("status") or {}).get("state") or {}).get("phase")
-    return bool((plan.status.get("state") or {}).get("phase") != before)
+    after = ((plan.status or {}).get("state") or {}).get("phase")
+    phase_changed = plan.status is not None and after != before
+    if not (objects_written > 0 or phase_changed):
+        return False
+    only_creates = not (
+        plan.annotate_out_of_sync
+        or plan.delete
+        or plan.update
+        or plan.job_spec_patch
+        or plan.delete_commands
+        or plan.delete_job
+    )
+    first_plan_done = (
+        before is None
+        and after == "Pending"
+        and only_creates
+        and objects_written == len(plan.create)
+    )
+    return not first_plan_done

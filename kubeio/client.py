@@ -12,6 +12,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,6 +154,44 @@ def pooled_copy(api_client: client.ApiClient, pool_size: int) -> client.ApiClien
     return client.ApiClient(configuration)
 
 
+# How often a configuration's credential hook runs at most (see `throttle_credential_refresh`).
+CREDENTIAL_REFRESH_SECONDS = 1.0
+
+
+def throttle_credential_refresh(
+    configuration: client.Configuration,
+    period: float = CREDENTIAL_REFRESH_SECONDS,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> None:
+    """Run the loaders' `refresh_api_key_hook` at most once per `period` per configuration.
+
+    The kubeconfig loader's hook copies host, certificates and token into the configuration on
+    every request (setting `host` reads the whole environment for proxies): a tenth of a
+    millisecond per call for nothing, since credentials are renewed five minutes before they
+    expire (kubeconfig) or once a minute (in-cluster token file). Each configuration — a pooled
+    copy has its own — keeps its own time of the last refresh."""
+    hook: Callable[[client.Configuration], None] | None = getattr(
+        configuration, "refresh_api_key_hook", None
+    )
+    if hook is None:
+        return
+    last: weakref.WeakKeyDictionary[client.Configuration, float] = weakref.WeakKeyDictionary()
+    lock = threading.Lock()
+
+    def refresh(target: client.Configuration) -> None:
+        now = monotonic()
+        with lock:
+            at = last.get(target)
+            if at is not None and now - at < period:
+                return
+            last[target] = now
+        hook(target)
+        # The kubeconfig loader's hook installs itself again on every run.
+        setattr(target, "refresh_api_key_hook", refresh)  # noqa: B010 - typed None upstream
+
+    setattr(configuration, "refresh_api_key_hook", refresh)  # noqa: B010 - typed None upstream
+
+
 def load_configuration(kubeconfig: str | None) -> client.Configuration:
     """Server, trust and credentials from a kubeconfig file (exec and OIDC auth included), or
     from the in-cluster service account when None."""
@@ -163,6 +202,7 @@ def load_configuration(kubeconfig: str | None) -> client.Configuration:
         )
     else:
         config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    throttle_credential_refresh(configuration)
     return configuration
 
 

@@ -36,6 +36,9 @@ QUEUES: Final = Resource(
 MAX_REQUEUES: Final = 15
 RESYNC_SECONDS: Final = 30.0
 NOT_LEADER_RETRY_SECONDS: Final = 5.0
+# PodGroup changes reach a queue's status after this delay: a burst of new jobs is counted
+# in one status write instead of one per PodGroup (the counts are a summary, not a decision).
+PODGROUP_COALESCE_SECONDS: Final = 0.5
 
 
 def queue_target(command: WireObject) -> str | None:
@@ -80,7 +83,7 @@ class QueueController:
 
     def _on_podgroup(self, old: WireObject | None, new: WireObject | None) -> None:
         for group in {queue_of_podgroup(g) for g in (old, new) if g is not None}:
-            self.queue.add(group)
+            self.queue.add_after(group, PODGROUP_COALESCE_SECONDS)
 
     def _on_command(self, old: WireObject | None, new: WireObject | None) -> None:
         if new is not None and queue_target(new) is not None:
