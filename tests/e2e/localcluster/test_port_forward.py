@@ -98,6 +98,14 @@ def start_forward(cluster: LocalCluster, *args: str) -> tuple[subprocess.Popen[s
     return process, lines
 
 
+def wait_listening(process: subprocess.Popen[str], lines: list[str]) -> None:
+    deadline = time.monotonic() + WAIT
+    while not any("Forwarding from" in line for line in lines):
+        assert process.poll() is None, "".join(lines)
+        assert time.monotonic() < deadline, "".join(lines)
+        time.sleep(0.1)
+
+
 def stop(process: subprocess.Popen[str]) -> None:
     process.terminate()
     try:
@@ -113,11 +121,7 @@ def test_port_forward_reaches_the_pod(cluster: LocalCluster) -> None:
     local = free_port()
     process, lines = start_forward(cluster, "pod/web", f"{local}:8080", "--address", "127.0.0.1")
     try:
-        deadline = time.monotonic() + WAIT
-        while not any("Forwarding from" in line for line in lines):
-            assert process.poll() is None, "".join(lines)
-            assert time.monotonic() < deadline, "".join(lines)
-            time.sleep(0.1)
+        wait_listening(process, lines)
         with httpx.Client(timeout=10) as client:
             assert client.get(f"http://127.0.0.1:{local}/a").text == "web /a"
             assert client.get(f"http://127.0.0.1:{local}/big").text == "web /big" * 20000
@@ -134,11 +138,7 @@ def test_port_forward_to_a_closed_port_reports_on_the_error_stream(cluster: Loca
     local = free_port()
     process, lines = start_forward(cluster, "pod/web", f"{local}:9999", "--address", "127.0.0.1")
     try:
-        deadline = time.monotonic() + WAIT
-        while not any("Forwarding from" in line for line in lines):
-            assert process.poll() is None, "".join(lines)
-            assert time.monotonic() < deadline, "".join(lines)
-            time.sleep(0.1)
+        wait_listening(process, lines)
         with pytest.raises(httpx.HTTPError):
             httpx.get(f"http://127.0.0.1:{local}/", timeout=10)
         deadline = time.monotonic() + WAIT
@@ -156,3 +156,28 @@ def test_a_simulated_pod_is_refused_with_a_reason(cluster: LocalCluster) -> None
     result = cluster.kubectl("port-forward", "pod/sim", f"{free_port()}:8080", check=False)
     assert result.returncode != 0
     assert "pod sim is simulated" in result.stdout + result.stderr
+
+
+def test_port_forward_needs_create_on_pods_portforward(cluster: LocalCluster) -> None:
+    cluster.kubectl("apply", "-f", "-", input=manifest("web", "python:3"))
+    wait_ready(cluster, "web")
+    cluster.kubectl("create", "serviceaccount", "forwarder")
+    cluster.kubectl("create", "role", "reader", "--verb=get", "--resource=pods")
+    cluster.kubectl(
+        "create", "rolebinding", "reader", "--role=reader", "--serviceaccount=default:forwarder"
+    )
+    who = "--as=system:serviceaccount:default:forwarder"
+    refused = cluster.kubectl("port-forward", who, "pod/web", f"{free_port()}:8080", check=False)
+    assert refused.returncode != 0
+    assert 'cannot create resource "pods/portforward"' in refused.stderr
+    cluster.kubectl("create", "role", "forward", "--verb=create", "--resource=pods/portforward")
+    cluster.kubectl(
+        "create", "rolebinding", "forward", "--role=forward", "--serviceaccount=default:forwarder"
+    )
+    local = free_port()
+    process, lines = start_forward(cluster, who, "pod/web", f"{local}:8080", "--address=127.0.0.1")
+    try:
+        wait_listening(process, lines)
+        assert httpx.get(f"http://127.0.0.1:{local}/sa", timeout=10).text == "web /sa"
+    finally:
+        stop(process)
