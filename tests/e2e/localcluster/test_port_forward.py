@@ -39,12 +39,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("127.0.0.1", 8080), Handler).serve_forever()
 """
 
+# Counts what a connection sends until the client half-closes it, then answers the count.
+COUNTER = """
+import socket
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", 8080))
+server.listen()
+while True:
+    conn, _ = server.accept()
+    total = 0
+    while chunk := conn.recv(65536):
+        total += len(chunk)
+    conn.sendall(str(total).encode())
+    conn.close()
+"""
 
-def manifest(name: str, image: str) -> str:
+
+def manifest(name: str, image: str, script: str = SERVER) -> str:
     container = {
         "name": "main",
         "image": image,
-        "command": ["python", "-c", SERVER],
+        "command": ["python", "-c", script],
         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
         "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
     }
@@ -179,5 +195,23 @@ def test_port_forward_needs_create_on_pods_portforward(cluster: LocalCluster) ->
     try:
         wait_listening(process, lines)
         assert httpx.get(f"http://127.0.0.1:{local}/sa", timeout=10).text == "web /sa"
+    finally:
+        stop(process)
+
+
+def test_uploads_and_half_closes_reach_the_pod(cluster: LocalCluster) -> None:
+    cluster.kubectl("create", "-f", "-", input=manifest("counter", "python:3", COUNTER))
+    wait_ready(cluster, "counter")
+    local = free_port()
+    process, lines = start_forward(cluster, "pod/counter", f"{local}:8080", "--address=127.0.0.1")
+    try:
+        wait_listening(process, lines)
+        with socket.create_connection(("127.0.0.1", local), timeout=10) as conn:
+            conn.sendall(b"x" * 3_000_000)  # far beyond SPDY's 64 KiB initial window
+            conn.shutdown(socket.SHUT_WR)
+            answer = b""
+            while chunk := conn.recv(100):
+                answer += chunk
+        assert answer == b"3000000"
     finally:
         stop(process)
