@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
-from localcluster.apiserver import discovery, errors, podlogs, protobuf, tables
+from localcluster.apiserver import (
+    discovery,
+    errors,
+    podlogs,
+    portforward,
+    portforward_io,
+    protobuf,
+    tables,
+)
 from localcluster.apiserver.faults import FaultInjector
 from localcluster.apiserver.registry import UNSUPPORTED_SUBRESOURCES, Registry, ResourceType
 from localcluster.apiserver.rest import Api, ApiRequest, Response
@@ -73,6 +81,9 @@ class Application:
     # -- ASGI --------------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         body = b""
@@ -105,6 +116,55 @@ class Application:
             await self._send_json(
                 send, 500, errors.internal(f"Internal error occurred: {exc}").to_status()
             )
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket upgrade: `pods/portforward` tunnelling SPDY/3.1, the way kubectl 1.31
+        asks first. Authorized as `create`, as kube-apiserver does for these upgrades."""
+        if (await receive())["type"] != "websocket.connect":
+            return
+        path: str = scope["path"]
+        query = dict(
+            parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        )
+        raw_headers = [
+            (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]
+        ]
+        context = Security.context("POST", path, query)
+        attrs = context.attrs
+        try:
+            if not portforward.is_portforward_request(attrs):
+                raise errors.StatusError(404, "NotFound", NOT_FOUND_MESSAGE)
+            if self.security is not None:
+                self.security.admit(context, raw_headers)
+            pod = self.api.store.get(("", "pods"), attrs.namespace, attrs.name)
+            address = portforward.pod_address(pod, attrs.name)
+            if portforward.TUNNEL_PROTOCOL not in scope.get("subprotocols", []):
+                raise errors.bad_request(
+                    f"port-forward needs the WebSocket subprotocol {portforward.TUNNEL_PROTOCOL}"
+                )
+        except errors.StatusError as exc:
+            if self.security is not None:
+                self.security.record(context, exc.code)
+            await self._deny_websocket(scope, send, exc)
+            return
+        if self.security is not None:
+            self.security.record(context, 101)
+        await send({"type": "websocket.accept", "subprotocol": portforward.TUNNEL_PROTOCOL})
+        uid = str(((pod or {}).get("metadata") or {}).get("uid", ""))
+        await portforward_io.Session(address, attrs.name, uid, receive, send).run()
+        with contextlib.suppress(Exception):
+            await send({"type": "websocket.close", "code": 1000})
+
+    async def _deny_websocket(self, scope: Scope, send: Send, exc: errors.StatusError) -> None:
+        if "websocket.http.response" not in scope.get("extensions", {}):
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        payload = _encode(exc.to_status())
+        headers = [*JSON_HEADERS, (b"content-length", str(len(payload)).encode())]
+        await send(
+            {"type": "websocket.http.response.start", "status": exc.code, "headers": headers}
+        )
+        await send({"type": "websocket.http.response.body", "body": payload})
 
     def _audited(self, context: RequestContext, send: Send) -> Send:
         security = self.security
@@ -183,6 +243,15 @@ class Application:
         if answered is not None:
             await self._send_json(send, 201, answered)
             return
+        if portforward.is_portforward_request(context.attrs):
+            # SPDY/3.1 over a plain HTTP upgrade needs the raw connection, which ASGI does not
+            # hand over; kubectl 1.31 tunnels it in a WebSocket (see _websocket) unless told not to.
+            pod = self.api.store.get(("", "pods"), context.attrs.namespace, context.attrs.name)
+            portforward.pod_address(pod, context.attrs.name)
+            raise errors.bad_request(
+                "port-forward is served over a WebSocket with subprotocol "
+                f"{portforward.TUNNEL_PROTOCOL} only; unset KUBECTL_PORT_FORWARD_WEBSOCKETS"
+            )
         route = self._route(segments)
         write = method in ("POST", "PUT", "PATCH", "DELETE")
         fault = self.faults.pick(write)

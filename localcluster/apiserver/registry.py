@@ -232,7 +232,7 @@ RETURNS_DELETED_OBJECT = frozenset(
 
 # Subresources answered with a clear "not supported" Status rather than a bare 404.
 UNSUPPORTED_SUBRESOURCES = frozenset(
-    {"exec", "log", "portforward", "attach", "proxy", "eviction", "ephemeralcontainers"}
+    {"exec", "log", "attach", "proxy", "eviction", "ephemeralcontainers"}
 )
 
 # Kinds of subresource discovery entries.

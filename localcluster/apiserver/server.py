@@ -245,6 +245,7 @@ class APIServer:
             host=self.config.host,
             port=self.port,
             http="h11",
+            ws="wsproto",
             lifespan="off",
             access_log=False,
             log_config=None,

@@ -407,7 +407,7 @@ def test_kubectl_get_jobs_means_batch_v1_jobs(kubectl: Kubectl) -> None:
 # -- streaming subresources -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("subresource", ["exec", "portforward", "attach"])
+@pytest.mark.parametrize("subresource", ["exec", "attach"])
 def test_streams_into_simulated_pods_are_a_clear_404(http: httpx.Client, subresource: str) -> None:
     answer = http.get(f"/api/v1/namespaces/default/pods/any/{subresource}")
     assert answer.status_code == 404
@@ -417,6 +417,12 @@ def test_streams_into_simulated_pods_are_a_clear_404(http: httpx.Client, subreso
         f"pods/{subresource} is not supported by the vcjob local API server; "
         "a pod that really runs is reached from this machine at its pod IP"
     )
+
+
+def test_port_forward_to_a_missing_pod_is_kubes_404(http: httpx.Client) -> None:
+    answer = http.get("/api/v1/namespaces/default/pods/any/portforward")
+    assert answer.status_code == 404
+    assert answer.json()["message"] == 'pods "any" not found'
 
 
 def test_deleting_a_crd_answers_it_terminating_and_removes_its_instances(
