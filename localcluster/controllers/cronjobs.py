@@ -173,6 +173,7 @@ class CronJobController(_WorkloadController):
 
     component = "cronjob-controller"
     kind = "CronJob"
+    api_version = "batch/v1"
 
     def __init__(self, access: ClusterAccess, stop: threading.Event) -> None:
         self.cronjobs = Cache()
@@ -180,10 +181,6 @@ class CronJobController(_WorkloadController):
         super().__init__(
             access, stop, [_Watched(CRONJOBS, self.cronjobs), _Watched(JOBS, self.jobs, "CronJob")]
         )
-
-    def record(self, client: ApiClient, obj: Mapping[str, Any], reason: str, message: str) -> None:
-        # The shared recorder names apps/v1 objects; a CronJob is batch/v1.
-        super().record(client, {**obj, "apiVersion": "batch/v1"}, reason, message)
 
     def sync(self, client: ApiClient, key: str) -> None:
         cronjob = self.cronjobs.get(key)

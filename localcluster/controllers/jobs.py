@@ -242,6 +242,7 @@ class JobController(_WorkloadController):
 
     component = "job-controller"
     kind = "Job"
+    api_version = "batch/v1"
 
     def __init__(self, access: ClusterAccess, stop: threading.Event) -> None:
         self.jobs = Cache()
@@ -249,10 +250,6 @@ class JobController(_WorkloadController):
         super().__init__(
             access, stop, [_Watched(JOBS, self.jobs), _Watched(PODS, self.pods, "Job")]
         )
-
-    def record(self, client: ApiClient, obj: Mapping[str, Any], reason: str, message: str) -> None:
-        # The shared recorder names apps/v1 objects; a Job is batch/v1.
-        super().record(client, {**obj, "apiVersion": "batch/v1"}, reason, message)
 
     def sync(self, client: ApiClient, key: str) -> None:
         job = self.jobs.get(key)

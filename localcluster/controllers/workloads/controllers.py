@@ -173,6 +173,7 @@ class _WorkloadController(threading.Thread):
 
     component = ""
     kind = ""
+    api_version = "apps/v1"
 
     def __init__(
         self, access: ClusterAccess, stop: threading.Event, watched: Sequence[_Watched]
@@ -256,7 +257,9 @@ class _WorkloadController(threading.Thread):
 
     def record(self, client: ApiClient, obj: Mapping[str, Any], reason: str, message: str) -> None:
         """Best effort, one attempt: an event is not worth holding up the work."""
-        body = event(obj, self.kind, reason, message, self.component, datetime.now(UTC))
+        body = event(
+            obj, self.kind, reason, message, self.component, datetime.now(UTC), self.api_version
+        )
         try:
             client.request("POST", EVENTS.path(str(meta_of(obj).get("namespace"))), body=body)
         except ApiError as exc:

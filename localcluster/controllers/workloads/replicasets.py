@@ -142,9 +142,15 @@ def new_pod(rs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def event(
-    obj: Mapping[str, Any], kind: str, reason: str, message: str, component: str, now: datetime
+    obj: Mapping[str, Any],
+    kind: str,
+    reason: str,
+    message: str,
+    component: str,
+    now: datetime,
+    api_version: str = "apps/v1",
 ) -> dict[str, Any]:
-    """A Normal core/v1 Event about `obj`, an apps/v1 `kind`, as kube's recorder writes one."""
+    """A Normal core/v1 Event about `obj` (`api_version` `kind`), as kube's recorder writes it."""
     meta = meta_of(obj)
     at = rfc3339(now)
     return {
@@ -155,7 +161,7 @@ def event(
             "namespace": meta.get("namespace"),
         },
         "involvedObject": {
-            "apiVersion": "apps/v1",
+            "apiVersion": api_version,
             "kind": kind,
             "namespace": meta.get("namespace"),
             "name": meta.get("name"),

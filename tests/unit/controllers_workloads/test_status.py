@@ -5,9 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from localcluster.controllers.workloads.controllers import Cache
+import pytest
+
+from localcluster.controllers.cronjobs import CronJobController
+from localcluster.controllers.jobs import JobController
+from localcluster.controllers.workloads.controllers import (
+    Cache,
+    DeploymentController,
+    ReplicaSetController,
+)
 from localcluster.controllers.workloads.objects import NEW_RS_AVAILABLE, NEW_RS_CREATED, RS_UPDATED
 from localcluster.controllers.workloads.replicasets import (
+    event,
     pods_to_delete,
     replica_set_status,
     status_patch,
@@ -271,3 +280,19 @@ def test_the_cache_never_goes_back_in_time_nor_revives_the_deleted() -> None:
     cache.observe(obj("a", "10", uid="uid-a2"))
     assert cache.get("ns/a")["metadata"]["uid"] == "uid-a2"  # type: ignore[index]
     assert cache.keys() == ["ns/a"]
+
+
+@pytest.mark.parametrize(
+    ("controller", "api_version"),
+    [
+        (ReplicaSetController, "apps/v1"),
+        (DeploymentController, "apps/v1"),
+        (JobController, "batch/v1"),
+        (CronJobController, "batch/v1"),
+    ],
+)
+def test_events_name_the_objects_own_api_version(controller: Any, api_version: str) -> None:
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    body = event(obj("a", "1"), controller.kind, "R", "m", "c", moment, controller.api_version)
+    assert body["involvedObject"]["apiVersion"] == api_version
+    assert body["involvedObject"]["kind"] == controller.kind
