@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, Final
@@ -16,20 +15,18 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 
 from controller.cronjob.decide import Child, Decision, decide, format_time, parse_time
-from controller.cronjob.informer import Informer, WireObject, key_of
+from controller.keyworkers import KeyWorkers
+from controller.objectstore import Informer, WireObject, key_of
 from kubeio.client import JOBS, Kube, Resource
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
-from kubeio.workqueue import WorkQueue
 from shared import labels
 from shared.models.cronjob import CRONJOB_KIND, CronJob
 
 log = logging.getLogger(__name__)
 
 CRONJOBS: Final = Resource(labels.BATCH_GROUP, labels.BATCH_VERSION, "cronjobs", CRONJOB_KIND)
-RESYNC_SECONDS: Final = 30.0
-NOT_LEADER_RETRY_SECONDS: Final = 5.0
 EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -73,7 +70,9 @@ def child_of(job: WireObject) -> Child:
     )
 
 
-class CronJobController:
+class CronJobController(KeyWorkers):
+    thread_prefix = "cronjob"
+
     def __init__(
         self,
         kube: Kube,
@@ -84,18 +83,14 @@ class CronJobController:
         workers: int = 2,
         default_zone: tzinfo | None = None,
     ) -> None:
+        # The work queue runs on real time; `clock` only says what time it is for the schedule.
+        super().__init__(is_leader, workers)
         self.kube = kube
         self.recorder = recorder
-        self.is_leader = is_leader
         self.clock: Clock = clock or RealClock()
         self.default_zone = default_zone or local_zone()
-        # The work queue runs on real time; `clock` only says what time it is for the schedule.
-        self.queue = WorkQueue()
-        self._workers = workers
-        self._stop = threading.Event()
         self.cronjobs = Informer(kube, CRONJOBS, self._on_cronjob, self._stop)
         self.jobs = Informer(kube, JOBS, self._on_job, self._stop)
-        self._threads: list[threading.Thread] = []
 
     # --- events -> keys --------------------------------------------------------------------
 
@@ -109,61 +104,27 @@ class CronJobController:
                 namespace = (job.get("metadata") or {}).get("namespace") or ""
                 self.queue.add(f"{namespace}/{ref.get('name')}")
 
-    # --- lifecycle -------------------------------------------------------------------------
+    # --- KeyWorkers ------------------------------------------------------------------------
 
-    def start(self) -> None:
-        self.cronjobs.start()
-        self.jobs.start()
-        for i in range(self._workers):
-            self._spawn(f"cronjob-worker-{i}", self._work)
-        self._spawn("cronjob-resync", self._resync)
+    def informers(self) -> list[Informer]:
+        return [self.cronjobs, self.jobs]
 
-    def _spawn(self, name: str, target: Callable[[], None]) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
+    def resync_keys(self) -> Iterable[str]:
+        return [key_of(cron) for cron in self.cronjobs.items()]
 
-    def shutdown(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self.queue.shutdown(drain=False)
-        for thread in self._threads:
-            thread.join(timeout)
+    def handle(self, key: str) -> float | None:
+        requeue = self.sync(key)
+        return None if requeue is None else requeue.total_seconds()
+
+    def failed(self, key: str, exc: Exception) -> None:
+        self.queue.add_rate_limited(key)
+        if isinstance(exc, KubeError):
+            log.warning("cronjob sync failed", extra={"cronjob": key, "error": str(exc)})
+        else:
+            log.exception("cronjob sync crashed", extra={"cronjob": key})
 
     def healthy(self) -> bool:
         return self.cronjobs.alive() and self.jobs.alive()
-
-    def _resync(self) -> None:
-        # A lost timed requeue (or a leadership change) is repaired within this period.
-        while not self._stop.wait(RESYNC_SECONDS):
-            for cron in self.cronjobs.items():
-                self.queue.add(key_of(cron))
-
-    def _work(self) -> None:
-        while not (self.cronjobs.synced and self.jobs.synced):
-            if self._stop.wait(0.05):
-                return
-        while True:
-            key = self.queue.get(timeout=0.5)
-            if key is None:
-                if self.queue.shutting_down:
-                    return
-                continue
-            try:
-                if not self.is_leader():
-                    self.queue.add_after(key, NOT_LEADER_RETRY_SECONDS)
-                    continue
-                requeue = self.sync(key)
-                self.queue.forget(key)
-                if requeue is not None:
-                    self.queue.add_after(key, max(0.0, requeue.total_seconds()))
-            except Exception as exc:
-                self.queue.add_rate_limited(key)
-                if isinstance(exc, KubeError):
-                    log.warning("cronjob sync failed", extra={"cronjob": key, "error": str(exc)})
-                else:
-                    log.exception("cronjob sync crashed", extra={"cronjob": key})
-            finally:
-                self.queue.done(key)
 
     # --- one sync --------------------------------------------------------------------------
 

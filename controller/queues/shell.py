@@ -7,10 +7,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from controller.cronjob.informer import Informer, WireObject
+from controller.keyworkers import KeyWorkers
+from controller.objectstore import Informer, WireObject
 from controller.queues.state import (
     CLOSED,
     CLOSED_BY_PARENT,
@@ -25,7 +26,6 @@ from controller.queues.state import (
 from kubeio.client import COMMANDS, PODGROUPS, Kube, Resource
 from kubeio.errors import KubeError, NotFoundError
 from kubeio.events import EventRecorder
-from kubeio.workqueue import WorkQueue
 from shared import labels
 
 log = logging.getLogger(__name__)
@@ -34,8 +34,6 @@ QUEUES: Final = Resource(
     labels.SCHEDULING_GROUP, labels.SCHEDULING_VERSION, "queues", labels.QUEUE_KIND, False
 )
 MAX_REQUEUES: Final = 15
-RESYNC_SECONDS: Final = 30.0
-NOT_LEADER_RETRY_SECONDS: Final = 5.0
 # PodGroup changes reach a queue's status after this delay: a burst of new jobs is counted
 # in one status write instead of one per PodGroup (the counts are a summary, not a decision).
 PODGROUP_COALESCE_SECONDS: Final = 0.5
@@ -53,7 +51,9 @@ def queue_target(command: WireObject) -> str | None:
     return None
 
 
-class QueueController:
+class QueueController(KeyWorkers):
+    thread_prefix = "queue"
+
     def __init__(
         self,
         kube: Kube,
@@ -62,18 +62,14 @@ class QueueController:
         *,
         workers: int = 1,
     ) -> None:
+        super().__init__(is_leader, workers)
         self.kube = kube
         self.recorder = recorder
-        self.is_leader = is_leader
-        self.queue = WorkQueue()
-        self._workers = workers
-        self._stop = threading.Event()
         self._lock = threading.Lock()
         self._actions: dict[str, list[str]] = defaultdict(list)
         self.queues = Informer(kube, QUEUES, self._on_queue, self._stop)
         self.podgroups = Informer(kube, PODGROUPS, self._on_podgroup, self._stop)
         self.commands = Informer(kube, COMMANDS, self._on_command, self._stop)
-        self._threads: list[threading.Thread] = []
 
     # --- events -> keys --------------------------------------------------------------------
 
@@ -90,56 +86,22 @@ class QueueController:
             # Commands are handled by the workers (only the leader acts on them).
             self.queue.add(_command_key(new))
 
-    # --- lifecycle -------------------------------------------------------------------------
+    # --- KeyWorkers ------------------------------------------------------------------------
 
-    def start(self) -> None:
-        for informer in (self.queues, self.podgroups, self.commands):
-            informer.start()
-        for i in range(self._workers):
-            self._spawn(f"queue-worker-{i}", self._work)
-        self._spawn("queue-resync", self._resync)
+    def informers(self) -> list[Informer]:
+        return [self.queues, self.podgroups, self.commands]
 
-    def _spawn(self, name: str, target: Callable[[], None]) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
+    def resync_keys(self) -> Iterable[str]:
+        return [str(queue["metadata"]["name"]) for queue in self.queues.items()]
 
-    def shutdown(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self.queue.shutdown(drain=False)
-        for thread in self._threads:
-            thread.join(timeout)
+    def handle(self, key: str) -> float | None:
+        if key.startswith(_COMMAND_PREFIX):
+            self._take_command(key)
+        else:
+            self.sync(key)
+        return None
 
-    def _resync(self) -> None:
-        while not self._stop.wait(RESYNC_SECONDS):
-            for queue in self.queues.items():
-                self.queue.add(str(queue["metadata"]["name"]))
-
-    def _work(self) -> None:
-        while not (self.queues.synced and self.podgroups.synced and self.commands.synced):
-            if self._stop.wait(0.05):
-                return
-        while True:
-            key = self.queue.get(timeout=0.5)
-            if key is None:
-                if self.queue.shutting_down:
-                    return
-                continue
-            try:
-                if not self.is_leader():
-                    self.queue.add_after(key, NOT_LEADER_RETRY_SECONDS)
-                    continue
-                if key.startswith(_COMMAND_PREFIX):
-                    self._take_command(key)
-                else:
-                    self.sync(key)
-                self.queue.forget(key)
-            except Exception as exc:
-                self._failed(key, exc)
-            finally:
-                self.queue.done(key)
-
-    def _failed(self, key: str, exc: Exception) -> None:
+    def failed(self, key: str, exc: Exception) -> None:
         failures = self.queue.num_requeues(key) + 1
         if failures <= MAX_REQUEUES:
             log.warning("queue sync failed", extra={"queue": key, "error": str(exc)})
