@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -291,3 +291,27 @@ def running_cluster(
         raise
     else:
         _stop(cluster)
+
+
+def wait_for(
+    read: Callable[[], Any],
+    done: Callable[[Any], bool],
+    what: str,
+    timeout: float = 60.0,
+    interval: float = 0.3,
+) -> Any:
+    """Poll `read()` until `done` holds for what it returned; return that, or fail naming `what`
+    and the last value seen."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = read()
+        if done(last):
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last seen: {last}")
+
+
+def wait_until(what: str, check: Callable[[], Any], timeout: float = 60.0) -> None:
+    """Poll `check()` until it is true, or fail naming `what`."""
+    wait_for(check, bool, what, timeout)

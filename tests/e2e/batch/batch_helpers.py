@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from localcluster import testing
 from localcluster.testing import LocalCluster, tools_env
 
 WAIT = 60.0
@@ -43,17 +43,7 @@ def get_json(cluster: LocalCluster, *args: str) -> Any:
     return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
 
 
-def wait_for(
-    read: Callable[[], Any], done: Callable[[Any], bool], what: str, timeout: float = WAIT
-) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = read()
-        if done(last):
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last}")
+wait_for = functools.partial(testing.wait_for, timeout=WAIT)
 
 
 def job_manifest(name: str, queue: str = "default", replicas: int = 1) -> str:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import json
 import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import pytest
 import yaml
 from cryptography import x509
 
+from localcluster import testing
 from localcluster.apiserver.audit import read_audit_log
 from localcluster.leastprivilege import chart_grants, refused, unused_grants
 from localcluster.testing import LocalCluster, running_cluster, vcjob_executable
@@ -71,13 +73,7 @@ def kubectl_json(cluster: LocalCluster, *args: str) -> dict[str, Any]:
     return document
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+wait_for = functools.partial(testing.wait_until, timeout=WAIT)
 
 
 def job_phase(cluster: LocalCluster, name: str) -> str:

@@ -4,15 +4,17 @@ current, and Services routed to ready endpoints. Every wait is bounded."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 import yaml
 
+from localcluster import testing
 from localcluster.simulator.runtime import runtime_available
 from localcluster.testing import LocalCluster, running_cluster
 
@@ -82,13 +84,7 @@ def get(cluster: LocalCluster, *args: str) -> dict[str, Any]:
     return document
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.3)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+wait_for = functools.partial(testing.wait_until, timeout=WAIT)
 
 
 def container_status(cluster: LocalCluster, name: str) -> dict[str, Any]:

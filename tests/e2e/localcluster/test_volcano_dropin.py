@@ -4,9 +4,9 @@ gang that cannot fit says why through the PodGroup and the Job."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from localcluster import testing
 from localcluster.testing import LocalCluster, running_cluster
 
 pytestmark = pytest.mark.e2e
@@ -47,15 +48,7 @@ def get(kubectl: Kubectl, *what: str) -> Any:
     return json.loads(kubectl("get", *what, "-o", "json").stdout)
 
 
-def wait_for(read: Callable[[], Any], done: Callable[[Any], bool], what: str) -> Any:
-    deadline = time.monotonic() + WAIT
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = read()
-        if done(last):
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last}")
+wait_for = functools.partial(testing.wait_for, timeout=WAIT)
 
 
 def phase(job: dict[str, Any]) -> str:

@@ -3,14 +3,15 @@ to Complete or Failed, and the garbage collector removes the pods with the Job."
 
 from __future__ import annotations
 
+import functools
 import json
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from localcluster import testing
 from localcluster.testing import LocalCluster, running_cluster
 
 WAIT = 60.0
@@ -24,15 +25,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield running
 
 
-def wait_for(read: Callable[[], Any], done: Callable[[Any], bool], what: str) -> Any:
-    deadline = time.monotonic() + WAIT
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = read()
-        if done(last):
-            return last
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last}")
+wait_for = functools.partial(testing.wait_for, timeout=WAIT)
 
 
 def _job(name: str, annotations: dict[str, str] | None = None, **spec: Any) -> str:
