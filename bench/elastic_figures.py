@@ -1,6 +1,6 @@
 """The figures of an elastic trace replay, from what a run recorded (pure: no cluster needed).
 
-A run records, per job, when it was submitted and when it was first seen Completed, and every
+A run records, per job, when its create call returned and when a watch saw it Completed, and every
 half second a sample: the GPUs held by Running pods and how many submitted jobs were waiting to
 start (phase Pending, or none yet, for longer than a job takes to start on free GPUs).
 """
@@ -73,12 +73,21 @@ def worst_slowdown(on: Mapping[str, float], off: Mapping[str, float]) -> tuple[s
     return name, ratios[name]
 
 
+def slowdown_counts(
+    on: Mapping[str, float], off: Mapping[str, float], margin: float = 0.1
+) -> tuple[int, int]:
+    """How many jobs were more than `margin` slower, and how many more than `margin` faster."""
+    ratios = [on[name] / off[name] - 1.0 for name in on if name in off and off[name] > 0]
+    return sum(r > margin for r in ratios), sum(r < -margin for r in ratios)
+
+
 def figures(on: Run, off: Run) -> list[tuple[str, str]]:
     """One (label, value) per line of the benchmark's output."""
     jct_on, jct_off = completion_times(on), completion_times(off)
     mean_on, mean_off = statistics.fmean(jct_on.values()), statistics.fmean(jct_off.values())
     util_on, util_off = utilisation_while_waiting(on), utilisation_while_waiting(off)
     slow_job, slowdown = worst_slowdown(jct_on, jct_off)
+    slower, faster = slowdown_counts(jct_on, jct_off)
     busy_off = utilisation(off)
 
     def share(value: float | None) -> str:
@@ -102,4 +111,5 @@ def figures(on: Run, off: Run) -> list[tuple[str, str]]:
             "worst single-job slowdown on vs off (target <= 10 %)",
             f"{100 * slowdown:+.0f} % ({slow_job})",
         ),
+        ("jobs >10 % slower / >10 % faster", f"{slower} / {faster}"),
     ]

@@ -6,8 +6,13 @@ Each run starts a fresh local cluster (`vcjob local up`: API server, webhook, co
 simulator with 4 nodes x 8 GPUs), submits the trace's jobs at their times and waits until all
 have completed. Rigid jobs run their scaled duration (`sim.vcjob.io/runtime`); elastic jobs train
 by work (`sim.vcjob.io/work`, localcluster/simulator/work.py): more workers finish sooner
-(n^0.9), every resize costs a 3 s rendezvous pause. Off, the
-controller runs with VCJOB_CONTROLLER_ELASTIC=false, so every job stays at its `replicas`.
+(n^0.9), every resize costs the job's own restart pause (`sim.vcjob.io/resize-pause`, from the
+trace). Off, the controller runs with VCJOB_CONTROLLER_ELASTIC=false, so every job stays at its
+`replicas`.
+
+A job's completion time runs from the moment its create call returns to the moment a watch on Jobs
+sees it Completed (or Failed, ...); every half second a sample counts the GPUs of Running pods and
+the jobs waiting to start.
 
 Prints one figure per line (bench/elastic_figures.py) and writes the record of both runs to
 docs/elastic-trace-run.json; `bench/elastic_plot.py --trace` draws docs/elastic-trace.png from it.
@@ -48,7 +53,14 @@ figures_module = _sibling("elastic_figures")
 philly_trace = _sibling("philly_trace")
 TraceJob = philly_trace.TraceJob
 
-from localcluster.simulator.client import EVENTS, PODS, KubeClient, Resource  # noqa: E402
+from localcluster.simulator.client import (  # noqa: E402
+    EVENTS,
+    PODS,
+    ApiError,
+    KubeClient,
+    Resource,
+    WatchExpiredError,
+)
 from localcluster.testing import running_cluster  # noqa: E402
 
 JOBS = Resource("batch.volcano.sh", "v1alpha1", "jobs", namespaced=True)
@@ -67,7 +79,10 @@ def job_body(job: TraceJob) -> dict[str, Any]:
     """The trace job as a Volcano Job: one worker pod per GPU, training by work if elastic."""
     gpus = job["gpus"]
     script = (
-        {"sim.vcjob.io/work": str(job["work"])}
+        {
+            "sim.vcjob.io/work": str(job["work"]),
+            "sim.vcjob.io/resize-pause": f"{job['resize_pause']}s",
+        }
         if job["elastic"]
         else {"sim.vcjob.io/runtime": f"{job['seconds']}s"}
     )
@@ -102,6 +117,11 @@ def job_body(job: TraceJob) -> dict[str, Any]:
     }
 
 
+def _phase(job: dict[str, Any]) -> str | None:
+    phase = ((job.get("status") or {}).get("state") or {}).get("phase")
+    return str(phase) if phase else None
+
+
 def _running_gpus(pods: list[dict[str, Any]]) -> int:
     total = 0
     for pod in pods:
@@ -116,14 +136,17 @@ def _running_gpus(pods: list[dict[str, Any]]) -> int:
 
 
 class Replay:
-    """Submits the trace's jobs on time and samples the cluster every half second."""
+    """Submits the trace's jobs on time, watches them finish, samples the GPUs every half second."""
 
-    def __init__(self, client: KubeClient, trace: list[TraceJob]) -> None:
+    def __init__(self, client: KubeClient, watch_client: KubeClient, trace: list[TraceJob]) -> None:
         self._client = client
+        self._watch_client = watch_client
         self._trace = trace
         self.start = time.monotonic()
         self.jobs: dict[str, figures_module.JobRecord] = {}
         self.samples: list[figures_module.Sample] = []
+        self._finished: dict[str, float] = {}  # by the watch, the moment the phase turned
+        self._lock = threading.Lock()
         self._stop = threading.Event()
 
     def now(self) -> float:
@@ -135,29 +158,60 @@ class Replay:
             if delay > 0 and self._stop.wait(delay):
                 return
             self._client.create(JOBS, job_body(job), NAMESPACE)
-            self.jobs[job["name"]] = {"submit": self.now(), "finish": None}
+            with self._lock:
+                self.jobs[job["name"]] = {"submit": self.now(), "finish": None}
+
+    def _saw(self, job: dict[str, Any]) -> None:
+        name = str((job.get("metadata") or {}).get("name") or "")
+        if _phase(job) in FINISHED:
+            with self._lock:
+                self._finished.setdefault(name, self.now())
+
+    def watch_jobs(self) -> None:
+        """Records the moment each job's phase turns final (a relist after a 410 Gone)."""
+        version = ""
+        while not self._stop.is_set():
+            try:
+                if not version:
+                    listing = self._watch_client.list(JOBS, NAMESPACE)
+                    for job in listing["items"]:
+                        self._saw(job)
+                    version = str(listing["metadata"]["resourceVersion"])
+                for event in self._watch_client.watch(
+                    JOBS, version, namespace=NAMESPACE, timeout_seconds=30
+                ):
+                    job = event.get("object") or {}
+                    version = str((job.get("metadata") or {}).get("resourceVersion") or version)
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        self._saw(job)
+                    if self._stop.is_set():
+                        return
+            except WatchExpiredError:
+                version = ""
+            except ApiError:
+                self._stop.wait(0.2)
 
     def sample(self) -> bool:
         """One sample; True once every job of the trace has finished."""
         t = self.now()
         jobs = self._client.list(JOBS, NAMESPACE)["items"]
         pods = self._client.list(PODS, NAMESPACE)["items"]
-        phases = {
-            job["metadata"]["name"]: ((job.get("status") or {}).get("state") or {}).get("phase")
-            for job in jobs
-        }
+        phases = {job["metadata"]["name"]: _phase(job) for job in jobs}
         waiting = 0
-        for name, record in list(self.jobs.items()):
-            phase = phases.get(name)
-            if phase in FINISHED and record["finish"] is None:
-                record["finish"] = t
-            if phase in (None, "Pending") and t - record["submit"] > START_GRACE:
-                waiting += 1
+        with self._lock:
+            for name, record in self.jobs.items():
+                if record["finish"] is None and name in self._finished:
+                    record["finish"] = self._finished[name]
+                phase = phases.get(name)
+                if phase in (None, "Pending") and t - record["submit"] > START_GRACE:
+                    waiting += 1
+            done = sum(record["finish"] is not None for record in self.jobs.values())
         self.samples.append({"t": t, "gpus_in_use": _running_gpus(pods), "waiting": waiting})
-        done = sum(record["finish"] is not None for record in self.jobs.values())
         return done == len(self._trace)
 
     def run(self, timeout: float) -> None:
+        watcher = threading.Thread(target=self.watch_jobs, name="watcher", daemon=True)
+        watcher.start()
         submitter = threading.Thread(target=self.submit_all, name="submitter", daemon=True)
         submitter.start()
         deadline = time.monotonic() + timeout
@@ -201,12 +255,14 @@ def replay(
     period: str,
     max_step: int,
     min_growth: float,
+    resize_cooldown: str,
     timeout: float,
 ) -> figures_module.Run:
     env = {
         "VCJOB_CONTROLLER_ELASTIC": "true" if elastic else "false",
         "VCJOB_CONTROLLER_ELASTIC_MAX_STEP": str(max_step),
         "VCJOB_CONTROLLER_ELASTIC_MIN_GROWTH": str(min_growth),
+        "VCJOB_CONTROLLER_ELASTIC_RESIZE_COOLDOWN": resize_cooldown,
     }
     with (
         _environment(env),
@@ -222,8 +278,7 @@ def replay(
             extra_args=["--elastic-period", period],
         ) as cluster,
     ):
-        client = cluster.rest_client()
-        recorder = Replay(client, trace)
+        recorder = Replay(cluster.rest_client(), cluster.rest_client(), trace)
         recorder.run(timeout)
         return {
             "gpus": NODES * GPUS_PER_NODE,
@@ -239,6 +294,7 @@ def main() -> None:
     parser.add_argument("--period", default="1s", help="the autoscaler's round period")
     parser.add_argument("--max-step", type=int, default=1, help="--elastic-max-step")
     parser.add_argument("--min-growth", type=float, default=0.0, help="--elastic-min-growth")
+    parser.add_argument("--resize-cooldown", default="0s", help="--elastic-resize-cooldown")
     parser.add_argument(
         "--off-from",
         type=Path,
@@ -253,8 +309,16 @@ def main() -> None:
     if args.off_from is not None:
         off = json.loads(args.off_from.read_text())["off"]
     else:
-        off = replay(trace, False, args.period, args.max_step, args.min_growth, args.timeout)
-    on = replay(trace, True, args.period, args.max_step, args.min_growth, args.timeout)
+        off = replay(trace, False, args.period, 1, 0.0, "0s", args.timeout)
+    on = replay(
+        trace,
+        True,
+        args.period,
+        args.max_step,
+        args.min_growth,
+        args.resize_cooldown,
+        args.timeout,
+    )
     for label, value in figures_module.figures(on, off):
         print(f"{label}: {value}")
     args.record.write_text(
@@ -265,6 +329,7 @@ def main() -> None:
                 "period": args.period,
                 "max_step": args.max_step,
                 "min_growth": args.min_growth,
+                "resize_cooldown": args.resize_cooldown,
                 "off_from": args.off_from.name if args.off_from else None,
                 "on": on,
                 "off": off,

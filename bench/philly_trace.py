@@ -17,13 +17,23 @@ of jobs and a 18x spread between the shortest and the longest instead of 316x. A
 `--rate` jobs per second (default 0.35: 60 jobs in about three minutes). The checked-in trace
 (seed 14) asks for 3716 GPU-seconds over its 185 s of arrivals: about 65 % of 32 GPUs on average,
 with bursts beyond them, so that GPUs idle at times. `philly-60-busy.json` is the same draw at
-`--rate 0.6`: its 108 s of arrivals ask for 107 % of the GPUs, so that jobs queue.
+`--rate 0.6`: its 108 s of arrivals ask for 107 % of the GPUs, so that jobs queue;
+`philly-60-medium.json` is the same draw at `--rate 0.45`: its 144 s of arrivals ask for 81 %, so
+that some jobs wait in the bursts.
 
 Elastic or rigid is not in the Philly trace: each job is elastic with probability `--elastic`
 (default 0.5). An elastic job asks for its Philly GPU count as `replicas` and `minReplicas` (it
 never gets less than it asked for) and may grow to `maxReplicas` = min(4 x that, 16). Every
 worker is one pod with one GPU. A job's work is what its GPUs do in its scaled duration:
 duration x replicas^0.9 replica-seconds (the work model's default speed-up, `sim.vcjob.io/work`).
+
+Resize pause: every resize restarts an elastic job's workers. In real time that costs about
+RESTART_SECONDS = 60 s with PyTorch elastic: stop the workers and agree on the new world size
+(rendezvous, ~10 s), load the last checkpoint (~20 s), redo the work done since it (~30 s: half of
+a checkpoint interval of about a minute). A job's pause is that cost compressed like its duration
+(a job of d minutes runs 2·√d s, a factor of 30·√d), but at least PAUSE_FLOOR = 0.5 s (five
+kubelet ticks, below which the simulated restart is not resolved). Since every Philly job lasts at
+least 32 minutes, the compressed cost is at most 0.35 s: every job gets the floor.
 """
 
 from __future__ import annotations
@@ -42,6 +52,8 @@ LONG_EXPONENT = (3.0, 4.0)
 SECONDS_PER_SQRT_MINUTE = 2.0
 MAX_REPLICAS = 16
 ALPHA = 0.9
+RESTART_SECONDS = 60.0
+PAUSE_FLOOR = 0.5
 TRACE = Path(__file__).resolve().parent / "traces" / "philly-60.json"
 
 
@@ -54,6 +66,7 @@ class TraceJob(TypedDict):
     elastic: bool
     max_replicas: int  # == gpus for a rigid job
     work: float  # replica-seconds
+    resize_pause: float  # seconds without progress after each resize (sim.vcjob.io/resize-pause)
 
 
 def gpu_demand(rng: random.Random) -> int:
@@ -80,6 +93,12 @@ def work_for(seconds: float, replicas: int, alpha: float = ALPHA) -> float:
     return round(seconds * replicas**alpha, 1)
 
 
+def resize_pause(minutes: float) -> float:
+    """A real restart of RESTART_SECONDS compressed like a job of `minutes`, at least the floor."""
+    compression = 60.0 * minutes / (SECONDS_PER_SQRT_MINUTE * math.sqrt(minutes))
+    return max(PAUSE_FLOOR, round(RESTART_SECONDS / compression, 2))
+
+
 def generate(
     jobs: int, seed: int, rate: float = 0.35, elastic_share: float = 0.5
 ) -> list[TraceJob]:
@@ -101,6 +120,7 @@ def generate(
                 elastic=elastic,
                 max_replicas=min(4 * gpus, MAX_REPLICAS) if elastic else gpus,
                 work=work_for(seconds, gpus),
+                resize_pause=resize_pause(minutes),
             )
         )
         clock += rng.expovariate(rate)

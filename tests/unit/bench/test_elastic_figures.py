@@ -61,6 +61,19 @@ def test_worst_slowdown_names_the_job() -> None:
     assert (name, ratio) == ("b", pytest.approx(-0.1))
 
 
+@pytest.mark.parametrize(
+    ("on", "expected"),
+    [
+        ({"a": 10.0, "b": 10.0}, (0, 0)),
+        ({"a": 10.9, "b": 9.2}, (0, 0)),  # within 10 %
+        ({"a": 11.5, "b": 8.5}, (1, 1)),
+        ({"a": 20.0, "b": 12.0, "c": 1.0}, (2, 0)),  # a job not in the off run is not counted
+    ],
+)
+def test_slowdown_counts(on: dict[str, float], expected: tuple[int, int]) -> None:
+    assert figures.slowdown_counts(on, {"a": 10.0, "b": 10.0}) == expected
+
+
 def test_figures_print_every_target() -> None:
     on = run({"a": (0.0, 6.0), "b": (0.0, 9.0)}, [(0, 8, 1)])
     off = run({"a": (0.0, 10.0), "b": (0.0, 10.0)}, [(0, 6, 1)])
@@ -71,3 +84,4 @@ def test_figures_print_every_target() -> None:
     assert lines["GPU utilisation over the run (on / off)"] == "1.00 / 0.75"
     assert lines["resizes per job (on)"] == "3.00"
     assert lines["worst single-job slowdown on vs off (target <= 10 %)"] == "-10 % (b)"
+    assert lines["jobs >10 % slower / >10 % faster"] == "0 / 1"

@@ -40,6 +40,14 @@ def test_work_is_what_the_requested_workers_do(seconds: float, replicas: int, wo
     assert philly.work_for(seconds, replicas) == pytest.approx(work)
 
 
+@pytest.mark.parametrize(
+    ("minutes", "pause"),
+    [(10**1.5, 0.5), (10**4, 0.5), (4.0, 1.0), (1.0, 2.0)],  # Philly's shortest is 32 minutes
+)
+def test_resize_pause_is_a_minute_compressed_like_the_job(minutes: float, pause: float) -> None:
+    assert philly.resize_pause(minutes) == pytest.approx(pause)
+
+
 def test_generate_is_seeded_and_sane() -> None:
     trace = philly.generate(60, seed=14)
     assert trace == philly.generate(60, seed=14)
@@ -57,3 +65,5 @@ def test_the_checked_in_traces_are_seed_14() -> None:
     assert json.loads(philly.TRACE.read_text()) == philly.generate(60, seed=14)
     busy = philly.TRACE.with_name("philly-60-busy.json")
     assert json.loads(busy.read_text()) == philly.generate(60, seed=14, rate=0.6)
+    medium = philly.TRACE.with_name("philly-60-medium.json")
+    assert json.loads(medium.read_text()) == philly.generate(60, seed=14, rate=0.45)
