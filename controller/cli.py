@@ -133,6 +133,13 @@ DURATION = DurationParam()
     "every resize restarts its workers. 0 hands out every idle instance.",
 )
 @click.option(
+    "--elastic-resize-cooldown",
+    type=DURATION,
+    default="0s",
+    help="A task resized less than this long ago is not grown again, and gives up replicas only "
+    "when no other task can. 0s: off.",
+)
+@click.option(
     "--gpu-resource", default="nvidia.com/gpu", help="Extended resource name counted as GPUs."
 )
 @click.option(
@@ -175,6 +182,7 @@ def controller_command(**options: Any) -> None:
         elastic_dry_run=options["elastic_dry_run"],
         elastic_max_step=options["elastic_max_step"],
         elastic_min_growth=options["elastic_min_growth"],
+        elastic_resize_cooldown=options["elastic_resize_cooldown"],
         gpu_resource=options["gpu_resource"],
     )
     sys.exit(run_controller(settings))
@@ -229,5 +237,7 @@ def _start_elastic(settings: Settings, controller: Controller, stop: threading.E
         registry=controller.metrics.registry,
         kube=controller.kube,
         min_growth=settings.elastic_min_growth,
+        resize_cooldown=settings.elastic_resize_cooldown,
     )
+    controller.on_job_pending(loop.wake)
     threading.Thread(target=loop.run, name="elastic", daemon=True).start()

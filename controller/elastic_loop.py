@@ -12,16 +12,18 @@ import logging
 import secrets
 import socket
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
 from controller.elastic_plan import (
     DONOR_PHASES,
+    RESIZED_AT_KEY,
     ElasticJobView,
     ElasticSettings,
     ScaleDecision,
@@ -30,6 +32,8 @@ from controller.elastic_plan import (
     node_view_from_wire,
     plan_elastic,
     pod_view_from_wire,
+    resized_at_annotation,
+    resized_at_from_annotations,
 )
 from kubeio.client import EVENTS, JOBS, PODS, ApiClient, Kube, Resource
 from kubeio.errors import KubeError, NotFoundError, TransientError
@@ -41,6 +45,11 @@ EVENT_REASON: Final = "Scaled"
 JSON_PATCH: Final = "application/json-patch+json"
 NODES: Final = Resource("", "v1", "nodes", "Node", namespaced=False)
 SCORE_BUCKETS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+#: Rounds that a wake-up brings forward start at least this long after the previous one: a burst
+#: of arrivals is planned in a few rounds, not one round each.
+DEFAULT_MIN_SPACING: Final = 0.2
+#: The longest the loop waits without looking at its stop event.
+_POLL_SECONDS: Final = 0.5
 
 WireObject = dict[str, Any]
 
@@ -91,14 +100,35 @@ def metrics_for(registry: CollectorRegistry) -> ElasticMetrics:
         return metrics
 
 
-def replicas_patch(task_index: int, decision: ScaleDecision) -> list[dict[str, Any]]:
-    """The JSON Patch for one decision; it applies only if the task still has the old count."""
+def replicas_patch(
+    task_index: int, decision: ScaleDecision, job: Mapping[str, Any], now: datetime
+) -> list[dict[str, Any]]:
+    """The JSON Patch for one decision; it applies only if the task still has the old count.
+
+    The same patch records when the task was resized (RESIZED_AT_KEY), so the time the resize
+    cooldown counts from is in the API with the change itself, whatever happens to this process.
+    """
     base = f"/spec/tasks/{task_index}"
+    annotations = (job.get("metadata") or {}).get("annotations")
+    resized = resized_at_annotation(
+        resized_at_from_annotations(annotations or {}), decision.task, now
+    )
+    record: dict[str, Any] = (
+        {"op": "add", "path": f"/metadata/annotations/{_pointer(RESIZED_AT_KEY)}", "value": resized}
+        if isinstance(annotations, Mapping)
+        else {"op": "add", "path": "/metadata/annotations", "value": {RESIZED_AT_KEY: resized}}
+    )
     return [
         {"op": "test", "path": f"{base}/name", "value": decision.task},
         {"op": "test", "path": f"{base}/replicas", "value": decision.from_replicas},
         {"op": "replace", "path": f"{base}/replicas", "value": decision.to_replicas},
+        record,
     ]
+
+
+def _pointer(token: str) -> str:
+    """One JSON Pointer reference token (RFC 6901)."""
+    return token.replace("~", "~0").replace("/", "~1")
 
 
 def task_index(job: Mapping[str, Any], task: str) -> int | None:
@@ -155,6 +185,8 @@ class ElasticLoop:
         registry: CollectorRegistry | None = None,
         kube: Kube | None = None,
         min_growth: float = 0.0,
+        resize_cooldown: float = 0.0,
+        min_spacing: float = DEFAULT_MIN_SPACING,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         if period_seconds <= 0:
@@ -163,10 +195,15 @@ class ElasticLoop:
         self._period = period_seconds
         self._dry_run = dry_run
         self._settings = ElasticSettings(
-            gpu_resource=gpu_resource, max_step=max_step, min_growth=min_growth
+            gpu_resource=gpu_resource,
+            max_step=max_step,
+            min_growth=min_growth,
+            resize_cooldown=timedelta(seconds=resize_cooldown),
         )
         self._is_leader = is_leader
         self._stop = stop
+        self._min_spacing = min(min_spacing, period_seconds)
+        self._wake = threading.Event()
         self._now = now
         self._instance = socket.gethostname()
         self.metrics = metrics_for(registry or REGISTRY)
@@ -179,18 +216,37 @@ class ElasticLoop:
                 "dry_run": self._dry_run,
                 "max_step": self._settings.max_step,
                 "min_growth": self._settings.min_growth,
+                "resize_cooldown": self._settings.resize_cooldown.total_seconds(),
                 "gpu_resource": self._settings.gpu_resource,
             },
         )
         while not self._stop.is_set():
+            started = time.monotonic()
             if self._is_leader():
                 try:
                     self.run_round()
                 except Exception as exc:  # a failed round must never end the loop
                     self.metrics.round_errors.inc()
                     log.exception("elastic round failed", extra={"error": str(exc)})
-            self._stop.wait(self._period)
+            self._wait_for_next_round(started)
         log.info("elastic loop stopped")
+
+    def wake(self) -> None:
+        """Plan again soon (a job turned Pending); safe to call from any thread, never blocks."""
+        self._wake.set()
+
+    def _wait_for_next_round(self, started: float) -> None:
+        """Until a period after `started`, or a wake-up but no sooner than the minimum spacing."""
+        # A wake-up during the round just run may be for a job it did not see yet: keep it.
+        while not self._stop.is_set():
+            elapsed = time.monotonic() - started
+            if elapsed >= self._period:
+                return
+            if self._wake.is_set():
+                self._wake.clear()
+                self._stop.wait(max(0.0, self._min_spacing - elapsed))
+                return
+            self._wake.wait(min(self._period - elapsed, _POLL_SECONDS))
 
     def run_round(self) -> list[ScaleDecision]:
         """One round: returns the decisions planned (applied unless dry run)."""
@@ -211,23 +267,29 @@ class ElasticLoop:
             return []
         nodes, _ = self._kube.list(NODES)
         pods, _ = self._kube.list(PODS)
+        now = self._now()
         decisions = plan_elastic(
             views,
             [node_view_from_wire(n) for n in nodes],
             [pod_view_from_wire(p) for p in pods],
             self._settings,
+            now,
         )
-        applied = {
-            (d.namespace, d.job, d.task): d.to_replicas
-            for d in decisions
-            if self._apply(d, by_key[(d.namespace, d.job)])
-        }
+        applied: dict[tuple[str, str, str], int] = {}
+        for decision in decisions:
+            key = (decision.namespace, decision.job)
+            patched = self._apply(decision, by_key[key], now)
+            if patched is not None:
+                # The next decision on the same job keeps this one's resize time.
+                by_key[key] = patched
+                applied[(decision.namespace, decision.job, decision.task)] = decision.to_replicas
         self.metrics.rounds.inc()
         self._observe_scores(views, applied)
         log.debug("elastic round", extra={"jobs": len(views), "decisions": len(decisions)})
         return decisions
 
-    def _apply(self, decision: ScaleDecision, job: WireObject) -> bool:
+    def _apply(self, decision: ScaleDecision, job: WireObject, now: datetime) -> WireObject | None:
+        """Patches the job; returns it as patched, or None when the change was not applied."""
         extra = {
             "namespace": decision.namespace,
             "job": decision.job,
@@ -239,32 +301,33 @@ class ElasticLoop:
         }
         if self._dry_run:
             log.info("elastic scale planned", extra=extra)
-            return False
+            return None
         index = task_index(job, decision.task)
         if index is None:  # the listing and the views disagree: only a bug gets here
             log.error("elastic scale skipped: task not in job", extra=extra)
-            return False
+            return None
         try:
             patched = self._kube.request(
                 "PATCH",
                 JOBS.path(decision.namespace, decision.job),
-                body=replicas_patch(index, decision),
+                body=replicas_patch(index, decision, job, now),
                 content_type=JSON_PATCH,
             )
         except (NotFoundError, TransientError) as exc:
             log.warning("elastic scale not applied", extra={**extra, "error": str(exc)})
-            return False
+            return None
         except KubeError as exc:
             # 422 from a failed `test`: the task changed since the listing; the next round re-plans.
             log.warning("elastic scale rejected", extra={**extra, "error": str(exc)})
-            return False
+            return None
         if decision.scales_up:
             self.metrics.scale_ups.inc()
         else:
             self.metrics.scale_downs.inc()
         log.info("elastic scale", extra=extra)
-        self._record(patched if isinstance(patched, dict) and patched else job, decision)
-        return True
+        written = patched if isinstance(patched, dict) and patched else job
+        self._record(written, decision)
+        return written
 
     def _record(self, job: WireObject, decision: ScaleDecision) -> None:
         try:

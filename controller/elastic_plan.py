@@ -13,16 +13,21 @@ applied to Volcano Jobs (docs/elastic.md):
   the job is scheduled optimistically);
 - idle capacity then goes one instance at a time to the least fulfilled task of a Running job whose
   instance fits; with `min_growth` a task grows only when the round can add that share of its
-  replicas (or take it to its maximum), since every resize costs a restart of its workers.
+  replicas (or take it to its maximum), since every resize costs a restart of its workers;
+- with `resize_cooldown` a task resized less than that long ago (the time the loop writes in the
+  job's RESIZED_AT_KEY annotation with every change) is not grown, and gives instances up only
+  when no other donor can.
 
 The function is pure and deterministic; the loop in `controller.elastic_loop` does the I/O.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Final
@@ -39,6 +44,9 @@ MEMORY: Final = "memory"
 DEFAULT_GPU_RESOURCE: Final = "nvidia.com/gpu"
 DEFAULT_MAX_STEP: Final = 1
 DEFAULT_MIN_GROWTH: Final = 0.0
+DEFAULT_RESIZE_COOLDOWN: Final = timedelta(0)
+#: On a Job: `{"<task>": "<RFC 3339 time>"}`, when the autoscaler last changed each task's replicas.
+RESIZED_AT_KEY: Final = "elastic.vcjob.volcano.sh/resized-at"
 
 # Jobs whose missing pods the controller will (re)create: their spec replicas are what they hold.
 PLANNED_PHASES: Final = frozenset({"", JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING})
@@ -57,12 +65,17 @@ class ElasticSettings:
     # maximum). Elastic trainers restart on every resize (a rendezvous), so growing by one worker
     # at a time can cost more than the worker brings. 0: every idle instance is handed out.
     min_growth: float = DEFAULT_MIN_GROWTH
+    # Anti-churn: a task resized less than this long ago is not grown again, and is a donor only
+    # when no other task can give. 0: off.
+    resize_cooldown: timedelta = DEFAULT_RESIZE_COOLDOWN
 
     def __post_init__(self) -> None:
         if self.max_step < 1:
             raise ValueError(f"max_step must be at least 1, got {self.max_step}")
         if self.min_growth < 0 or math.isnan(self.min_growth):
             raise ValueError(f"min_growth must not be negative, got {self.min_growth}")
+        if self.resize_cooldown < timedelta(0):
+            raise ValueError(f"resize_cooldown must not be negative, got {self.resize_cooldown}")
         if not self.gpu_resource:
             raise ValueError("gpu_resource must not be empty")
 
@@ -78,6 +91,7 @@ class TaskView:
     min_available: int | None = None
     requests: Resources = field(default_factory=dict)
     limits: Resources = field(default_factory=dict)
+    resized_at: datetime | None = None  # when the autoscaler last changed its replicas
 
     @property
     def is_elastic(self) -> bool:
@@ -208,6 +222,53 @@ def pod_spec_amounts(pod_spec: Any, primary: str) -> dict[str, Decimal]:
     return _add(_elementwise_max([containers, init]), _parse_amounts(pod_spec.get("overhead")))
 
 
+def resized_at_from_annotations(annotations: Mapping[str, Any]) -> dict[str, datetime]:
+    """The RESIZED_AT_KEY annotation: task name → aware time; what does not parse is left out
+    (the task then counts as not resized lately)."""
+    try:
+        raw = json.loads(str(annotations.get(RESIZED_AT_KEY) or "{}"))
+    except ValueError:
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    parsed: dict[str, datetime] = {}
+    for task, value in raw.items():
+        try:
+            at = datetime.fromisoformat(str(value))
+        except ValueError:
+            continue
+        if at.tzinfo is not None:
+            parsed[str(task)] = at
+    return parsed
+
+
+def resized_at_annotation(previous: Mapping[str, datetime], task: str, at: datetime) -> str:
+    """The RESIZED_AT_KEY value after `task` was resized `at` (other tasks' times kept)."""
+    merged = {**previous, task: at}
+    return json.dumps(
+        {name: when.isoformat().replace("+00:00", "Z") for name, when in sorted(merged.items())},
+        separators=(",", ":"),
+    )
+
+
+def cooling_down(resized_at: datetime | None, now: datetime, cooldown: timedelta) -> bool:
+    """Resized less than `cooldown` before `now` (a time in the future counts as just now)."""
+    return resized_at is not None and now - resized_at < cooldown
+
+
+def wakes_autoscaler(previous_phase: str | None, phase: str | None) -> bool:
+    """A job that has just turned Pending (new, or back from Restarting) may need room now: the
+    autoscaler should not leave it waiting for the next period."""
+    return phase == JobPhase.PENDING and previous_phase != JobPhase.PENDING
+
+
+def job_phase(job: Mapping[str, Any]) -> str | None:
+    """`status.state.phase` of a Job dict, None before the controller has set one."""
+    state = (job.get("status") or {}).get("state") or {}
+    phase = state.get("phase") if isinstance(state, Mapping) else None
+    return str(phase) if phase else None
+
+
 def job_view_from_wire(job: Mapping[str, Any]) -> ElasticJobView:
     """The view of a batch.volcano.sh Job dict; raises ValueError naming the job when malformed."""
     metadata = job.get("metadata") or {}
@@ -216,18 +277,21 @@ def job_view_from_wire(job: Mapping[str, Any]) -> ElasticJobView:
         model = Job.from_wire(job)
     except ValidationError as exc:
         raise ValueError(f"job {key} cannot be read: {exc}") from exc
+    resized = resized_at_from_annotations(metadata.get("annotations") or {})
     tasks = []
     for index, task in enumerate(model.spec.tasks):
         pod_spec = (task.template or {}).get("spec") or {}
+        name = task.name or f"{labels.DEFAULT_TASK_PREFIX}{index}"
         tasks.append(
             TaskView(
-                name=task.name or f"{labels.DEFAULT_TASK_PREFIX}{index}",
+                name=name,
                 replicas=task.replica_count,
                 min_replicas=task.min_replicas,
                 max_replicas=task.max_replicas,
                 min_available=task.min_available,
                 requests=pod_spec_amounts(pod_spec, "requests"),
                 limits=pod_spec_amounts(pod_spec, "limits"),
+                resized_at=resized.get(name),
             )
         )
     phase = (model.status.state.phase if model.status else None) or ""
@@ -314,6 +378,7 @@ class _Unit:
     load: dict[str, Decimal]  # per instance, on the dimensions of its class only
     gpu: Decimal  # GPUs per instance (0 for a CPU task)
     replicas: int
+    cooling: bool = False  # resized within the cooldown
     steps_down: int = 0
     reason: str = ""
 
@@ -465,8 +530,11 @@ def plan_elastic(
     nodes: Sequence[NodeView],
     pods: Sequence[PodView],
     settings: ElasticSettings,
+    now: datetime | None = None,
 ) -> list[ScaleDecision]:
-    """New replicas for elastic tasks, one decision per task that changes, in a stable order."""
+    """New replicas for elastic tasks, one decision per task that changes, in a stable order.
+
+    `now` (aware) is needed only with a resize cooldown: without it no task counts as cooling."""
     classes = _Classes(settings.gpu_resource)
     zero = {settings.gpu_resource: Decimal(0), CPU: Decimal(0), MEMORY: Decimal(0)}
     capacity = _sum(
@@ -521,6 +589,8 @@ def plan_elastic(
                     load={d: load[d] for d in classes.dims(gpu > 0)},
                     gpu=gpu,
                     replicas=task.replicas,
+                    cooling=now is not None
+                    and cooling_down(task.resized_at, now, settings.resize_cooldown),
                 )
             )
 
@@ -597,7 +667,7 @@ def _make_room(
             ]
             if not candidates:
                 break
-            unit = min(candidates, key=_most_fulfilled_first)
+            unit = min(candidates, key=_donor_order)
             unit.replicas -= 1
             unit.steps_down += 1
             for dim, amount in unit.load.items():
@@ -605,6 +675,12 @@ def _make_room(
             if not unit.reason:
                 unit.reason = f"job {job.namespace}/{job.name} needs {wanted} to reach its minimum"
             short = _shortfall(_sum([free, all_extras, later]), needed)
+
+
+def _donor_order(unit: _Unit) -> tuple[Any, ...]:
+    """Tasks out of their cooldown give first (their workers are not just restarting), then the
+    most fulfilled."""
+    return (unit.cooling, *_most_fulfilled_first(unit))
 
 
 def _shortfall(available: Mapping[str, Decimal], dims: Iterable[str]) -> dict[str, Decimal]:
@@ -628,7 +704,10 @@ def _fill_idle(
     growing = [
         u
         for u in units
-        if u.job.phase in SCALE_UP_PHASES and u.steps_down == 0 and u.replicas < u.high
+        if u.job.phase in SCALE_UP_PHASES
+        and u.steps_down == 0
+        and u.replicas < u.high
+        and not u.cooling
     ]
     start = {id(u): (u.replicas, u.reason) for u in growing}
     free_before = dict(free)

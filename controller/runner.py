@@ -19,7 +19,8 @@ from datetime import timedelta
 from typing import Any
 
 from controller.apply import CREATE_PARALLELISM, Applier, JobGoneError
-from controller.cache import Cache
+from controller.cache import Cache, object_key
+from controller.elastic_plan import job_phase, wakes_autoscaler
 from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
 from controller.model import Observed, Plan, PlanSettings
@@ -71,6 +72,39 @@ WATCHES = (
 )
 
 
+class _JobPhaseStore:
+    """The cache as the Job watch feeds it, telling listeners when a job turns Pending (the
+    elastic autoscaler then plans at once instead of at its next period)."""
+
+    def __init__(self, cache: Cache, listeners: list[Callable[[], None]]) -> None:
+        self._cache = cache
+        self._listeners = listeners
+        self._phases: dict[str, str | None] = {}  # only the Job watch's thread calls in
+
+    def replace_all(self, kind: str, items: Iterable[WireObject]) -> set[str]:
+        listed = list(items)
+        before, self._phases = self._phases, {}  # jobs gone since the last listing are dropped
+        for obj in listed:
+            self._saw(obj, before)
+        return self._cache.replace_all(kind, listed)
+
+    def upsert(self, kind: str, obj: WireObject) -> str | None:
+        self._saw(obj, self._phases)
+        return self._cache.upsert(kind, obj)
+
+    def remove(self, kind: str, obj: WireObject) -> str | None:
+        self._phases.pop(object_key(obj), None)
+        return self._cache.remove(kind, obj)
+
+    def _saw(self, job: WireObject, before: dict[str, str | None]) -> None:
+        key, phase = object_key(job), job_phase(job)
+        previous = before.get(key)
+        self._phases[key] = phase
+        if wakes_autoscaler(previous, phase):
+            for listener in self._listeners:
+                listener()
+
+
 def load_planner() -> ReconcileFn:
     """`controller.plan.reconcile`, imported when the controller starts."""
     module = importlib.import_module("controller.plan")
@@ -120,8 +154,17 @@ class Controller:
         self._memory_lock = threading.Lock()
         self._watch_stop = threading.Event()
         self._leader_stop = threading.Event()
+        self._pending_listeners: list[Callable[[], None]] = []
         self.reflectors = [
-            Reflector(self.kube, spec, self.cache, self._enqueue_all, self._watch_stop)
+            Reflector(
+                self.kube,
+                spec,
+                _JobPhaseStore(self.cache, self._pending_listeners)
+                if spec.resource is JOBS
+                else self.cache,
+                self._enqueue_all,
+                self._watch_stop,
+            )
             for spec in WATCHES
         ]
         self.elector: LeaderElector | None = None
@@ -147,6 +190,11 @@ class Controller:
         self.reconciles = 0
 
     # --- leadership ----------------------------------------------------------------------------
+
+    def on_job_pending(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (from the Job watch's thread: it must not block) whenever a job turns
+        Pending."""
+        self._pending_listeners.append(listener)
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader

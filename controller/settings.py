@@ -46,6 +46,7 @@ class Settings:
     elastic_dry_run: bool = False
     elastic_max_step: int = 1
     elastic_min_growth: float = 0.0
+    elastic_resize_cooldown: float = 0.0
     gpu_resource: str = "nvidia.com/gpu"
 
     def plan_settings(self) -> PlanSettings:

@@ -12,7 +12,8 @@ import jsonpatch
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.elastic_loop import JSON_PATCH, ElasticLoop
+from controller.elastic_loop import JSON_PATCH, ElasticLoop, replicas_patch
+from controller.elastic_plan import RESIZED_AT_KEY, ScaleDecision
 from kubeio.client import Kube, Resource
 from kubeio.errors import PermanentError, TransientError
 
@@ -91,6 +92,7 @@ def make_loop(
     dry_run: bool = False,
     leader: bool = True,
     stop: threading.Event | None = None,
+    resize_cooldown: float = 0.0,
 ) -> ElasticLoop:
     return ElasticLoop(
         None,  # type: ignore[arg-type]
@@ -103,6 +105,7 @@ def make_loop(
         registry=registry,
         kube=kube,  # type: ignore[arg-type]
         now=lambda: NOW,
+        resize_cooldown=resize_cooldown,
     )
 
 
@@ -133,6 +136,11 @@ def test_a_round_patches_replicas_behind_tests_and_records_an_event(kube: FakeKu
         {"op": "test", "path": "/spec/tasks/1/name", "value": "worker"},
         {"op": "test", "path": "/spec/tasks/1/replicas", "value": 1},
         {"op": "replace", "path": "/spec/tasks/1/replicas", "value": 6},
+        {
+            "op": "add",
+            "path": "/metadata/annotations",
+            "value": {RESIZED_AT_KEY: '{"worker":"2026-01-01T12:00:00Z"}'},
+        },
     ]
     assert kube.replicas("a") == 6
     (event,) = kube.created
@@ -255,3 +263,41 @@ def test_without_elastic_jobs_a_round_lists_only_the_jobs() -> None:
     kube = CountingKube({"jobs": [fixed], "nodes": [gpu_node("n", 8)], "pods": []})
     assert make_loop(kube, CollectorRegistry()).run_round() == []
     assert listed == ["jobs"]
+
+
+def test_the_resize_time_joins_the_annotations_a_job_already_has() -> None:
+    job = elastic_job("a", 2)
+    job["metadata"]["annotations"] = {"team": "x", RESIZED_AT_KEY: '{"ps":"2026-01-01T11:00:00Z"}'}
+    decision = ScaleDecision("default", "a", "worker", 2, 3, "why")
+    patch = replicas_patch(1, decision, job, NOW)
+    assert patch[-1] == {
+        "op": "add",
+        "path": "/metadata/annotations/elastic.vcjob.volcano.sh~1resized-at",
+        "value": '{"ps":"2026-01-01T11:00:00Z","worker":"2026-01-01T12:00:00Z"}',
+    }
+    patched = jsonpatch.JsonPatch(patch).apply(job)
+    assert patched["metadata"]["annotations"]["team"] == "x"
+
+
+@pytest.mark.parametrize(("resized_seconds_ago", "grows"), [(5, False), (30, True)])
+def test_a_task_in_its_cooldown_is_not_grown(
+    kube: FakeKube, resized_seconds_ago: int, grows: bool
+) -> None:
+    at = NOW.timestamp() - resized_seconds_ago
+    stamp = datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+    kube.objects["jobs"][0]["metadata"]["annotations"] = {RESIZED_AT_KEY: f'{{"worker":"{stamp}"}}'}
+    decisions = make_loop(kube, CollectorRegistry(), resize_cooldown=10.0).run_round()
+    assert bool(decisions) is grows
+    assert kube.replicas("a") == (6 if grows else 1)
+
+
+def test_two_resizes_of_one_job_in_a_round_keep_both_times() -> None:
+    job = elastic_job("a", 1)
+    job["spec"]["tasks"][0].update(minReplicas=1, maxReplicas=3)
+    kube = FakeKube({"jobs": [job], "nodes": [gpu_node("n1", 4)], "pods": []})
+    make_loop(kube, CollectorRegistry()).run_round()
+    (patched,) = kube.objects["jobs"]
+    assert len(kube.patches) == 2
+    assert patched["metadata"]["annotations"][RESIZED_AT_KEY] == (
+        '{"ps":"2026-01-01T12:00:00Z","worker":"2026-01-01T12:00:00Z"}'
+    )
