@@ -40,14 +40,19 @@ demo: install tools
 	$(PY) -m localcluster.demo
 
 # Every benchmark figure of docs/benchmarks.md and docs/elastic.md (about an hour on 2 cores).
+ELASTIC_KNOBS = --max-step 16 --min-growth 0.5 --resize-cooldown 10s
 bench: install tools
 	$(PY) bench/webhook.py
 	$(PY) bench/controller.py
 	$(PY) bench/scale.py
 	$(PY) bench/scale.py --jobs 1000 --replicas 100 --resync 20s
-	$(PY) bench/elastic_trace.py --max-step 16 --min-growth 0.5
+	$(PY) bench/elastic_trace.py $(ELASTIC_KNOBS)
 	$(PY) bench/elastic_plot.py --trace
-	$(PY) bench/elastic_trace.py --max-step 16 --min-growth 0.5 \
+	$(PY) bench/elastic_trace.py $(ELASTIC_KNOBS) \
+		--trace bench/traces/philly-60.json --record docs/elastic-trace-light-run.json
+	$(PY) bench/elastic_plot.py --trace --input docs/elastic-trace-light-run.json \
+		--output docs/elastic-trace-light.png
+	$(PY) bench/elastic_trace.py $(ELASTIC_KNOBS) \
 		--trace bench/traces/philly-60-busy.json --record docs/elastic-trace-busy-run.json
 	$(PY) bench/elastic_plot.py --trace --input docs/elastic-trace-busy-run.json \
 		--output docs/elastic-trace-busy.png

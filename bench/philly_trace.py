@@ -15,7 +15,7 @@ Scaling, so that a replay on the local cluster takes minutes: a job of d minutes
 2·√d seconds (32 min → 11 s, 16 h → 62 s, 7 days → 200 s). The square root keeps the order
 of jobs and a 18x spread between the shortest and the longest instead of 316x. Arrivals come at
 `--rate` jobs per second (default 0.35: 60 jobs in about three minutes). The checked-in trace
-(seed 14) asks for 3716 GPU-seconds over its 185 s of arrivals: about 65 % of 32 GPUs on average,
+(seed 14) asks for 3716 GPU-seconds over its 185 s of arrivals: about 63 % of 32 GPUs on average,
 with bursts beyond them, so that GPUs idle at times. `philly-60-busy.json` is the same draw at
 `--rate 0.6`: its 108 s of arrivals ask for 107 % of the GPUs, so that jobs queue;
 `philly-60-medium.json` is the same draw at `--rate 0.45`: its 144 s of arrivals ask for 81 %, so
