@@ -8,7 +8,6 @@ here into an error that carries the retry decision (`kubeio.errors`).
 from __future__ import annotations
 
 import copy
-import json
 import os
 import threading
 import time
@@ -32,6 +31,7 @@ from kubeio.errors import (
     PermanentError,
     TransientError,
 )
+from shared import jsoncodec
 
 WireObject = dict[str, Any]
 # The official client's connection object; the processes hold it only through this name.
@@ -270,7 +270,7 @@ def _decode(data: bytes) -> Any:
     if not data:
         return {}
     try:
-        return json.loads(data)
+        return jsoncodec.loads(data)
     except ValueError:
         return {"message": data.decode("utf-8", errors="replace")}
 
@@ -489,7 +489,7 @@ class Kube:
                 raise translate(response.status, _decode(response.read()), f"WATCH {path}")
             for line in iter_resp_lines(raw):  # type: ignore[no-untyped-call]
                 if line:
-                    event: WireObject = json.loads(line)
+                    event: WireObject = jsoncodec.loads(line)
                     yield event
         except urllib3.exceptions.ReadTimeoutError:
             return  # idle for too long: the caller re-watches from its last resourceVersion
