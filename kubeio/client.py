@@ -1,8 +1,9 @@
 """The only module that talks to the Kubernetes API (for every vcjob process).
 
-Objects travel as plain wire dicts through `ApiClient.param_serialize` + `call_api`, never through
-the client's generated models (they drop or reject unknown fields). Every failure is translated
-here into an error that carries the retry decision (`kubeio.errors`).
+Objects travel as plain wire dicts through `ApiClient.param_serialize` (URL, headers, auth) and
+`call_api` (the body as it is), never through the client's generated models (they drop or
+reject unknown fields). Every failure is translated here into an error that carries the retry
+decision (`kubeio.errors`).
 """
 
 from __future__ import annotations
@@ -346,17 +347,19 @@ class Kube:
         if body is not None:
             headers["Content-Type"] = content_type
         query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
-        method, url, header_params, serialized, _ = self.api_client.param_serialize(
+        # The body is already plain JSON data: it goes to the REST layer as it is, without the
+        # generic client's walk through it for models to serialize.
+        method, url, header_params, _, _ = self.api_client.param_serialize(
             method=method,
             resource_path=path,
             query_params=query_params,
             header_params=headers,
-            body=body,
+            body=None,
             auth_settings=["BearerToken"],
         )
         try:
             return self.api_client.call_api(
-                method, url, header_params=header_params, body=serialized, _request_timeout=timeout
+                method, url, header_params=header_params, body=body, _request_timeout=timeout
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransientError(f"{method} {path}: {exc}") from exc
