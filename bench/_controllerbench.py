@@ -118,7 +118,12 @@ class ControllerProcess:
             return str(r.read().decode())
 
     def metric(self, name: str) -> float:
-        for line in self.metrics().splitlines():
+        # Only this metric: the whole exposition, 50 times a second, would cost the measured
+        # controller about a tenth of its CPU.
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics?name[]={name}"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            text = str(r.read().decode())
+        for line in text.splitlines():
             if line.startswith((name + " ", name + "{")):
                 return float(line.rsplit(" ", 1)[1])
         return 0.0

@@ -5,6 +5,13 @@ fresh read of the Job) → update → job spec patch → ONE status write → ev
 Commands deleted → the job itself deleted for its TTL. Every object a write returns goes into
 the cache (read-your-writes). The first failure is raised after the independent operations of
 its step were attempted; the status is then not written and the job is re-planned.
+
+A plan that creates objects and writes the status (a new job's first plan, pods recreated
+with new counts) writes the status and its events first instead (`status_guards_creates`):
+the write carries the cached Job's resourceVersion and UID, so it succeeds only if the Job
+still exists unchanged — not deleted, replaced or being deleted, each of which changes the
+resourceVersion — which is fix 2's guarantee without a read of its own. The counts it writes
+already include the pods the plan creates, so nothing is written again once they exist.
 """
 
 from __future__ import annotations
@@ -103,7 +110,14 @@ class Applier:
         namespace = str(job["metadata"]["namespace"])
         self._annotate(plan.annotate_out_of_sync, job, progress)
         self._delete(plan.delete, job, progress)
-        self._create(plan.create, job, namespace, plan.guard_uid, progress)
+        written = False
+        if plan.status is not None and status_guards_creates(job, plan):
+            job = self._write_status(job, plan.status, guard=True)
+            written = True
+            self._record(job, plan)
+            self._create(plan.create, job, namespace, None, progress, proven_alive=True)
+        else:
+            self._create(plan.create, job, namespace, plan.guard_uid, progress)
         self._update(plan.update, job, namespace)
         if plan.job_spec_patch:
             job = self._kube.merge_patch(
@@ -111,12 +125,11 @@ class Applier:
             )
             job.setdefault("kind", "Job")
             self._cache.store_written("Job", job)
-        written = False
-        if plan.status is not None:
-            job = self._write_status(job, plan.status)
-            written = True
-        for event in plan.events:
-            self._recorder.record(job, event.type, event.reason, event.message)
+        if not written:
+            if plan.status is not None:
+                job = self._write_status(job, plan.status)
+                written = True
+            self._record(job, plan)
         for command in plan.delete_commands:
             self._kube.delete(COMMANDS, namespace, command)
             self._cache.forget_deleted("Command", namespace, command)
@@ -130,6 +143,10 @@ class Applier:
             )
             log.info("job deleted after its TTL", extra={"job": _key(job)})
         return ApplyResult(job=job, status_written=written, objects_written=progress.count)
+
+    def _record(self, job: WireObject, plan: Plan) -> None:
+        for event in plan.events:
+            self._recorder.record(job, event.type, event.reason, event.message)
 
     # --- steps -------------------------------------------------------------------------------
 
@@ -188,10 +205,14 @@ class Applier:
         namespace: str,
         guard_uid: str | None,
         progress: _Progress,
+        *,
+        proven_alive: bool = False,
     ) -> None:
+        """`proven_alive`: the status write just before stood for fix 2's check."""
         if not objects:
             return
-        self._check_job_alive(job, guard_uid or job["metadata"].get("uid"))
+        if not proven_alive:
+            self._check_job_alive(job, guard_uid or job["metadata"].get("uid"))
         others = [o for o in objects if o.get("kind") != "Pod"]
         pods = [o for o in objects if o.get("kind") == "Pod"]
         failure: KubeError | None = None
@@ -239,13 +260,9 @@ class Applier:
         """Fix 2: never create anything for a Job that is gone, replaced or being deleted."""
         meta = job["metadata"]
         fresh = self._kube.get_or_none(JOBS, meta["namespace"], meta["name"])
-        if fresh is None:
-            raise JobGoneError(f"job {_key(job)} no longer exists")
-        fresh_meta = fresh.get("metadata") or {}
-        if fresh_meta.get("uid") != uid:
-            raise JobGoneError(f"job {_key(job)} was replaced (uid {fresh_meta.get('uid')})")
-        if fresh_meta.get("deletionTimestamp"):
-            raise JobGoneError(f"job {_key(job)} is being deleted")
+        gone = job_gone_reason(job, fresh, uid)
+        if gone is not None:
+            raise JobGoneError(gone)
 
     def _update(self, objects: list[WireObject], job: WireObject, namespace: str) -> None:
         for obj in objects:
@@ -259,19 +276,28 @@ class Applier:
             result.setdefault("kind", kind)
             self._cache.store_written(kind, result)
 
-    def _write_status(self, job: WireObject, status: WireObject) -> WireObject:
+    def _write_status(self, job: WireObject, status: WireObject, guard: bool = False) -> WireObject:
+        """The status PUT with the cached resourceVersion. With `guard`, the write stands for
+        fix 2's check: a Job that is gone, replaced or being deleted raises JobGoneError."""
         body = copy.copy(job)
         body["status"] = status
         meta = job["metadata"]
         old_phase = ((job.get("status") or {}).get("state") or {}).get("phase")
         try:
             written = self._kube.replace_status(JOBS, meta["namespace"], body)
+        except NotFoundError:
+            if guard:
+                raise JobGoneError(f"job {_key(job)} no longer exists") from None
+            raise
         except ConflictError:
             # Somebody wrote the job since we read it: refresh the cache, then re-plan.
             fresh = self._kube.get_or_none(JOBS, meta["namespace"], meta["name"])
             if fresh is not None:
                 fresh.setdefault("kind", "Job")
                 self._cache.store_written("Job", fresh)
+            gone = job_gone_reason(job, fresh, meta.get("uid")) if guard else None
+            if gone is not None:
+                raise JobGoneError(gone) from None
             raise
         written.setdefault("kind", "Job")
         self._cache.store_written("Job", written)
@@ -283,6 +309,33 @@ class Applier:
                 extra={"job": _key(job), "phase": new_phase, "from_phase": old_phase},
             )
         return written
+
+
+def status_guards_creates(job: WireObject, plan: Plan) -> bool:
+    """Whether the plan's status write goes before its creates and stands for fix 2's read of
+    the Job: when it writes a status, creates something, and the Job it writes is the one the
+    plan guards (a spec patch, which changes the Job first, keeps the old order)."""
+    uid = job["metadata"].get("uid")
+    return (
+        plan.status is not None
+        and bool(plan.create)
+        and not plan.job_spec_patch
+        and bool(uid)
+        and plan.guard_uid in (None, uid)
+    )
+
+
+def job_gone_reason(job: WireObject, fresh: WireObject | None, uid: str | None) -> str | None:
+    """Why nothing may be created for `job` given its `fresh` copy from the API (None: gone),
+    or None when it is the same Job and not being deleted."""
+    if fresh is None:
+        return f"job {_key(job)} no longer exists"
+    fresh_meta = fresh.get("metadata") or {}
+    if fresh_meta.get("uid") != uid:
+        return f"job {_key(job)} was replaced (uid {fresh_meta.get('uid')})"
+    if fresh_meta.get("deletionTimestamp"):
+        return f"job {_key(job)} is being deleted"
+    return None
 
 
 def _key(job: WireObject) -> str:

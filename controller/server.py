@@ -5,26 +5,28 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 Check = Callable[[], tuple[bool, str]]
+# A route answers (code, content type, body) for the request's query parameters.
+Route = Callable[[dict[str, list[str]]], tuple[int, str, bytes]]
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def _handler(
-    routes: dict[str, Callable[[], tuple[int, str, bytes]]],
-) -> type[BaseHTTPRequestHandler]:
+def _handler(routes: dict[str, Route]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            route = routes.get(self.path.split("?", 1)[0])
+            path, _, query = self.path.partition("?")
+            route = routes.get(path)
             if route is None:
                 code, ctype, body = 404, "text/plain", b"not found\n"
             else:
-                code, ctype, body = route()
+                code, ctype, body = route(parse_qs(query))
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
@@ -37,8 +39,8 @@ def _handler(
     return Handler
 
 
-def _probe(check: Check) -> Callable[[], tuple[int, str, bytes]]:
-    def run() -> tuple[int, str, bytes]:
+def _probe(check: Check) -> Route:
+    def run(_query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         ok, detail = check()
         text = ("ok" if ok else f"not ok: {detail}") + "\n"
         return (200 if ok else 503), "text/plain; charset=utf-8", text.encode()
@@ -60,8 +62,12 @@ class HttpEndpoints:
     ) -> None:
         health_routes = {"/healthz": _probe(healthz), "/readyz": _probe(readyz)}
 
-        def metrics() -> tuple[int, str, bytes]:
-            return 200, CONTENT_TYPE_LATEST, generate_latest(registry)
+        def metrics(query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+            # `name[]=...` selects metrics, as in prometheus_client's own handler: a tool
+            # polling one counter many times a second does not pay for all of them.
+            names = query.get("name[]")
+            source = registry.restricted_registry(names) if names else registry
+            return 200, CONTENT_TYPE_LATEST, generate_latest(source)
 
         self._servers: list[_Server] = []
         self.health_port: int | None = None

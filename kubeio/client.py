@@ -1,14 +1,14 @@
 """The only module that talks to the Kubernetes API (for every vcjob process).
 
-Objects travel as plain wire dicts through `ApiClient.param_serialize` + `call_api`, never through
-the client's generated models (they drop or reject unknown fields). Every failure is translated
-here into an error that carries the retry decision (`kubeio.errors`).
+Objects travel as plain wire dicts through `ApiClient.param_serialize` (URL, headers, auth) and
+`call_api` (the body as it is), never through the client's generated models (they drop or
+reject unknown fields). Every failure is translated here into an error that carries the retry
+decision (`kubeio.errors`).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import os
 import threading
 import time
@@ -32,6 +32,7 @@ from kubeio.errors import (
     PermanentError,
     TransientError,
 )
+from shared import jsoncodec
 
 WireObject = dict[str, Any]
 # The official client's connection object; the processes hold it only through this name.
@@ -270,7 +271,7 @@ def _decode(data: bytes) -> Any:
     if not data:
         return {}
     try:
-        return json.loads(data)
+        return jsoncodec.loads(data)
     except ValueError:
         return {"message": data.decode("utf-8", errors="replace")}
 
@@ -346,17 +347,19 @@ class Kube:
         if body is not None:
             headers["Content-Type"] = content_type
         query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
-        method, url, header_params, serialized, _ = self.api_client.param_serialize(
+        # The body is already plain JSON data: it goes to the REST layer as it is, without the
+        # generic client's walk through it for models to serialize.
+        method, url, header_params, _, _ = self.api_client.param_serialize(
             method=method,
             resource_path=path,
             query_params=query_params,
             header_params=headers,
-            body=body,
+            body=None,
             auth_settings=["BearerToken"],
         )
         try:
             return self.api_client.call_api(
-                method, url, header_params=header_params, body=serialized, _request_timeout=timeout
+                method, url, header_params=header_params, body=body, _request_timeout=timeout
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransientError(f"{method} {path}: {exc}") from exc
@@ -489,7 +492,7 @@ class Kube:
                 raise translate(response.status, _decode(response.read()), f"WATCH {path}")
             for line in iter_resp_lines(raw):  # type: ignore[no-untyped-call]
                 if line:
-                    event: WireObject = json.loads(line)
+                    event: WireObject = jsoncodec.loads(line)
                     yield event
         except urllib3.exceptions.ReadTimeoutError:
             return  # idle for too long: the caller re-watches from its last resourceVersion

@@ -29,7 +29,7 @@ from prometheus_client import (
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
-from shared import labels
+from shared import jsoncodec, labels
 from webhook import cronjob_review, podtemplate, review
 from webhook.review import QUEUE_SKIPPED_WARNING, Answer, Kind, Result
 from webhook.settings import Settings
@@ -178,7 +178,7 @@ def _client(request: Request) -> str:
 
 def _json_response(answer: Answer) -> Response:
     return Response(
-        content=review.dumps(answer.body),
+        content=jsoncodec.dumps(answer.body),
         status_code=answer.status,
         media_type="application/json",
     )

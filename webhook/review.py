@@ -7,17 +7,15 @@ every wire rule of admission.md is testable here and the server can never answer
 from __future__ import annotations
 
 import base64
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-import orjson
-
 from shared import labels
 from shared.fielderrors import FieldError, render
+from shared.jsoncodec import dumps, loads
 from webhook import memo
 from webhook.defaulting import mutation_patch
 from webhook.settings import Settings
@@ -46,9 +44,6 @@ TOO_DEEP: Final = (
     f"JSON nested too deeply: more than {MAX_DEPTH} levels (the webhook's limit); "
     "no Job needs that many"
 )
-# Every integer orjson may turn into a float has at least this many digits (2**63 has 19).
-LONG_DIGIT_RUN: Final = b"9" * 19
-_DIGITS_AS_NINES: Final = bytes.maketrans(b"0123456789", b"9" * 10)
 # Encoded mutation patches by spec digest (`encoded_patch`).
 _PATCHES: Final[memo.Memo[str]] = memo.Memo(memo.ENTRIES)
 QUEUE_SKIPPED_WARNING: Final = (
@@ -169,31 +164,6 @@ def depth(value: Any) -> int:
             return deepest
         pending.extend((child, level + 1) for child in children)
     return deepest
-
-
-def loads(body: bytes) -> Any:
-    """Decoded JSON, as the standard library decodes it, but about twice as fast.
-
-    orjson takes every ordinary review; what it refuses (NaN, invalid UTF-8, very deep nesting,
-    malformed JSON) goes to the standard library, so such bodies get the same value or the same
-    error message as before. orjson turns an integer beyond 64 bits into a float, so a body
-    with a run of 19 digits or more (a lookup of ~1 µs) goes to the standard library too.
-    """
-    if LONG_DIGIT_RUN in body.translate(_DIGITS_AS_NINES):
-        return json.loads(body)
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return json.loads(body)
-
-
-def dumps(value: Any) -> bytes:
-    """Compact JSON. orjson where it can (it writes non-ASCII as UTF-8 rather than escapes,
-    the same JSON); the standard library for what orjson refuses (integers beyond 64 bits)."""
-    try:
-        return orjson.dumps(value)
-    except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def decode(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:

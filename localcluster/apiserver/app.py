@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from localcluster.apiserver.registry import UNSUPPORTED_SUBRESOURCES, Registry, 
 from localcluster.apiserver.rest import Api, ApiRequest, Response
 from localcluster.apiserver.security import RequestContext, Security
 from localcluster.apiserver.watch import WatchOptions, WatchStream
+from shared import jsoncodec
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class Route:
 
 def _encode(body: Any) -> bytes:
     # Go's json.Encoder, which kube-apiserver writes with, ends every document with a newline.
-    return json.dumps(body, separators=(",", ":")).encode() + b"\n"
+    return jsoncodec.dumps(body) + b"\n"
 
 
 def _warning_headers(warnings: list[str]) -> list[tuple[bytes, bytes]]:

@@ -9,7 +9,6 @@ transitions into ADDED/DELETED as kube's watch cache does.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from localcluster.apiserver import errors, fieldselect, tables
 from localcluster.apiserver.registry import ResourceType
 from localcluster.apiserver.rest import Api, ApiRequest
 from localcluster.apiserver.storage import ExpiredError, Watcher, WatchEvent
-from shared import selectors
+from shared import jsoncodec, selectors
 
 DEFAULT_TIMEOUT = 1800.0
 
@@ -32,7 +31,7 @@ class WatchOptions:
 
 
 def _encode(kind: str, obj: dict[str, Any]) -> bytes:
-    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+    return jsoncodec.dumps({"type": kind, "object": obj}) + b"\n"
 
 
 class WatchStream:

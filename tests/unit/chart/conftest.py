@@ -57,7 +57,7 @@ class FakeApiClient:
         body: Any = None,
         auth_settings: list[str] | None = None,
     ) -> tuple[str, str, dict[str, str], Any, list[Any]]:
-        return method, resource_path, dict(header_params or {}), copy.deepcopy(body), []
+        return method, resource_path, dict(header_params or {}), body, []
 
     def call_api(
         self,
@@ -67,6 +67,7 @@ class FakeApiClient:
         body: Any = None,
         _request_timeout: Any = None,
     ) -> FakeResponse:
+        body = copy.deepcopy(body)  # the real client sends bytes: nothing is shared
         self.calls.append((method, url))
         if self.fail_next:
             return self._status(self.fail_next.pop(0), "InternalError")

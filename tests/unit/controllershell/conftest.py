@@ -81,7 +81,9 @@ class FakeKube:
         self.calls.append(("status", res.plural, name))
         self._fail("status", res.plural)
         key = (res.plural, namespace, name)
-        current = self.objects[key]
+        current = self.objects.get(key)
+        if current is None:
+            raise NotFoundError(f"{res.plural} {name} not found", 404, "NotFound")
         if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
             raise ConflictError("the object has been modified", 409, "Conflict")
         current["status"] = copy.deepcopy(body["status"])

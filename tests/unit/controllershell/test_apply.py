@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.apply import Applier, JobGoneError
+from controller.apply import Applier, JobGoneError, job_gone_reason, status_guards_creates
 from controller.cache import Cache
 from controller.metrics import Metrics
 from controller.model import EventRecord, ObjectRef, Plan
@@ -74,15 +74,71 @@ def test_steps_run_in_the_contract_order(setup: Any) -> None:
     assert verbs == [
         ("patch", "pods"),
         ("delete", "pods"),
-        ("get", "jobs"),  # the fix-2 guard before creating
-        ("create", "pods"),
-        ("status", "jobs"),
+        ("status", "jobs"),  # with the cached resourceVersion: the fix-2 guard
         ("create", "events"),
+        ("create", "pods"),
         ("delete", "commands"),
         ("delete", "jobs"),
     ]
     assert metrics.pod_creates._value.get() == 1
     assert metrics.pod_deletes._value.get() == 1
+
+
+def test_creates_without_a_status_write_read_the_job_first(setup: Any) -> None:
+    applier, kube, _cache, _metrics, job = setup
+    pg = {"kind": "PodGroup", "metadata": {"name": "j", "namespace": "ns"}, "spec": {}}
+    applier.apply(job, Plan(create=[pg, pod_body("j-w-0")], guard_uid="job-uid"))
+    verbs = [(verb, plural) for verb, plural, _ in kube.calls]
+    assert verbs == [("get", "jobs"), ("create", "podgroups"), ("create", "pods")]
+
+
+def test_a_job_spec_patch_keeps_the_status_after_the_creates(setup: Any) -> None:
+    applier, kube, _cache, _metrics, job = setup
+    plan = Plan(create=[pod_body("j-w-0")], job_spec_patch={"spec": {"minAvailable": 1}})
+    plan.status = status("Pending")
+    applier.apply(job, plan)
+    verbs = [(verb, plural) for verb, plural, _ in kube.calls]
+    assert verbs == [("get", "jobs"), ("create", "pods"), ("patch", "jobs"), ("status", "jobs")]
+
+
+def _plan(**fields: Any) -> Plan:
+    return Plan(**fields)
+
+
+@pytest.mark.parametrize(
+    ("plan", "guard_uid", "expected"),
+    [
+        pytest.param(_plan(create=[{}], status={}), None, True, id="creates and a status"),
+        pytest.param(_plan(create=[{}], status={}), "job-uid", True, id="guarding this job"),
+        pytest.param(_plan(create=[{}], status={}), "other", False, id="guarding another uid"),
+        pytest.param(_plan(create=[{}]), None, False, id="no status write"),
+        pytest.param(_plan(status={}), None, False, id="nothing created"),
+        pytest.param(
+            _plan(create=[{}], status={}, job_spec_patch={"spec": {}}), None, False, id="spec patch"
+        ),
+    ],
+)
+def test_status_guards_creates(plan: Plan, guard_uid: str | None, expected: bool) -> None:
+    plan.guard_uid = guard_uid
+    assert status_guards_creates(job_body(), plan) is expected
+
+
+@pytest.mark.parametrize(
+    ("fresh", "gone"),
+    [
+        pytest.param(job_body(), None, id="the same job"),
+        pytest.param(None, "no longer exists", id="deleted"),
+        pytest.param(job_body(uid="another"), "was replaced", id="replaced"),
+        pytest.param(
+            {"metadata": {"uid": "job-uid", "deletionTimestamp": "2026-01-01T00:00:00Z"}},
+            "being deleted",
+            id="being deleted",
+        ),
+    ],
+)
+def test_job_gone_reason(fresh: dict[str, Any] | None, gone: str | None) -> None:
+    reason = job_gone_reason(job_body(), fresh, "job-uid")
+    assert (reason is None) if gone is None else (reason is not None and gone in reason)
 
 
 def test_created_and_written_objects_are_readable_from_the_cache_at_once(setup: Any) -> None:
@@ -132,32 +188,65 @@ def test_already_existing_pods_count_as_created(setup: Any) -> None:
         pytest.param("terminating", id="job has a deletionTimestamp"),
     ],
 )
-def test_nothing_is_created_for_a_job_that_is_gone(setup: Any, change: str) -> None:
+@pytest.mark.parametrize("with_status", [True, False], ids=["status written first", "no status"])
+def test_nothing_is_created_for_a_job_that_is_gone(
+    setup: Any, change: str, with_status: bool
+) -> None:
     applier, kube, _cache, _metrics, job = setup
     key = ("jobs", "ns", "j")
     if change == "deleted":
         del kube.objects[key]
     elif change == "replaced":
         kube.objects[key]["metadata"]["uid"] = "another-uid"
+        kube._bump(kube.objects[key])  # a new object: a new resourceVersion
     else:
         kube.objects[key]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    plan = Plan(create=[pod_body("j-w-0")], status=status("Pending"), guard_uid="job-uid")
+        kube._bump(kube.objects[key])
+    plan = Plan(
+        create=[pod_body("j-w-0")],
+        status=status("Pending") if with_status else None,
+        events=[EventRecord("Normal", "X", "y")],
+        guard_uid="job-uid",
+    )
     with pytest.raises(JobGoneError):
         applier.apply(job, plan)
     assert kube.names("pods") == []
-    assert ("status", "jobs", "j") not in kube.calls
+    assert "status" not in (kube.objects.get(key) or {})
+    assert _events(kube) == []
 
 
 def test_a_failed_create_still_tries_the_others_and_skips_the_status(setup: Any) -> None:
     applier, kube, _cache, _metrics, job = setup
     kube.failures[("create", "pods")] = [TransientError("boom", 500)]
-    plan = Plan(create=[pod_body(f"j-w-{i}") for i in range(3)], status=status("Pending"))
+    plan = Plan(
+        create=[pod_body(f"j-w-{i}") for i in range(3)],
+        update=[pod_body("j-w-9")],
+        guard_uid="job-uid",
+    )
+    plan.job_spec_patch = {"spec": {"minAvailable": 1}}
+    plan.status = status("Pending")
     with pytest.raises(PartialProgressError) as raised:
         applier.apply(job, plan)
     assert raised.value.progress == 2, "two pods got through: retry soon, without growing backoff"
     assert len(kube.names("pods")) == 2
     assert ("status", "jobs", "j") not in kube.calls
+    assert ("patch", "jobs", "j") not in kube.calls
     assert any(o.get("reason") == "FailedCreatePod" for o in _events(kube))
+
+
+def test_a_status_written_first_stays_when_a_create_fails(setup: Any) -> None:
+    """The decision is persisted with its events; the failed create is retried from it."""
+    applier, kube, _cache, _metrics, job = setup
+    kube.failures[("create", "pods")] = [TransientError("boom", 500)]
+    plan = Plan(
+        create=[pod_body(f"j-w-{i}") for i in range(3)],
+        status=status("Pending"),
+        events=[EventRecord("Normal", "Pending", "the job was accepted")],
+    )
+    with pytest.raises(PartialProgressError):
+        applier.apply(job, plan)
+    assert kube.objects[("jobs", "ns", "j")]["status"] == status("Pending")
+    assert [o.get("reason") for o in _events(kube)] == ["Pending", "FailedCreatePod"]
 
 
 def test_a_status_conflict_refreshes_the_cache_and_asks_for_a_replan(setup: Any) -> None:

@@ -32,6 +32,7 @@ def test_probes_report_their_checks_and_metrics_are_served() -> None:
     state = {"healthy": True, "ready": False}
     registry = CollectorRegistry()
     Counter("volcano_pod_creates_total", "Pods created.", registry=registry).inc(3)
+    Counter("volcano_pod_deletes_total", "Pods deleted.", registry=registry).inc()
     endpoints = HttpEndpoints(
         "127.0.0.1",
         0,
@@ -53,6 +54,11 @@ def test_probes_report_their_checks_and_metrics_are_served() -> None:
         code, text = get(endpoints.metrics_port, "/metrics")
         assert code == 200
         assert "volcano_pod_creates_total 3.0" in text
+        assert "volcano_pod_deletes_total 1.0" in text
+        code, text = get(endpoints.metrics_port, "/metrics?name[]=volcano_pod_creates_total")
+        assert code == 200
+        assert "volcano_pod_creates_total 3.0" in text
+        assert "volcano_pod_deletes_total" not in text
         assert get(endpoints.metrics_port, "/nothing")[0] == 404
     finally:
         endpoints.stop()

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shared import jsoncodec
 from shared.fielderrors import FieldError, Path
 from tests.unit.webhook.test_review_properties import SETTINGS, mutated_jobs, valid_job
 from webhook import memo, podtemplate, review, validation
@@ -165,9 +166,9 @@ def test_bodies_the_fast_decoder_refuses_decode_as_before(body: bytes) -> None:
         expected: Any = json.loads(body)
     except RecursionError:
         with pytest.raises(RecursionError):
-            review.loads(body)
+            jsoncodec.loads(body)
         return
-    got = review.loads(body)
+    got = jsoncodec.loads(body)
     assert json.dumps(got) == json.dumps(expected)
 
 
