@@ -56,6 +56,10 @@ bench: install tools
 		--trace bench/traces/philly-60-busy.json --record docs/elastic-trace-busy-run.json
 	$(PY) bench/elastic_plot.py --trace --input docs/elastic-trace-busy-run.json \
 		--output docs/elastic-trace-busy.png
+	$(PY) bench/elastic_trace.py $(ELASTIC_KNOBS) \
+		--trace bench/traces/philly-60-heavy.json --record docs/elastic-trace-heavy-run.json
+	$(PY) bench/elastic_plot.py --trace --input docs/elastic-trace-heavy-run.json \
+		--output docs/elastic-trace-heavy.png
 
 crds: install
 	$(VENV)/bin/vcjob crds --write charts/vcjob/files/crds

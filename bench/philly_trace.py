@@ -19,7 +19,8 @@ of jobs and a 18x spread between the shortest and the longest instead of 316x. A
 with bursts beyond them, so that GPUs idle at times. `philly-60-busy.json` is the same draw at
 `--rate 0.6`: its 108 s of arrivals ask for 107 % of the GPUs, so that jobs queue;
 `philly-60-medium.json` is the same draw at `--rate 0.45`: its 144 s of arrivals ask for 81 %, so
-that some jobs wait in the bursts.
+that some jobs wait in the bursts; `philly-60-heavy.json` is the same draw at `--rate 1.0`: its 65 s
+of arrivals ask for 180 %, so that jobs wait even with the autoscaler.
 
 Elastic or rigid is not in the Philly trace: each job is elastic with probability `--elastic`
 (default 0.5). An elastic job asks for its Philly GPU count as `replicas` and `minReplicas` (it

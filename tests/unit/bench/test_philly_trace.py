@@ -67,3 +67,5 @@ def test_the_checked_in_traces_are_seed_14() -> None:
     assert json.loads(busy.read_text()) == philly.generate(60, seed=14, rate=0.6)
     medium = philly.TRACE.with_name("philly-60-medium.json")
     assert json.loads(medium.read_text()) == philly.generate(60, seed=14, rate=0.45)
+    heavy = philly.TRACE.with_name("philly-60-heavy.json")
+    assert json.loads(heavy.read_text()) == philly.generate(60, seed=14, rate=1.0)
