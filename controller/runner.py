@@ -20,7 +20,7 @@ from typing import Any
 
 from controller.apply import CREATE_PARALLELISM, Applier, JobGoneError
 from controller.cache import Cache, object_key
-from controller.elastic_plan import job_phase, wakes_autoscaler
+from controller.elastic_plan import has_elastic_task, job_phase, wakes_autoscaler
 from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
 from controller.model import Observed, Plan, PlanSettings
@@ -73,34 +73,45 @@ WATCHES = (
 
 
 class _JobPhaseStore:
-    """The cache as the Job watch feeds it, telling listeners when a job turns Pending (the
-    elastic autoscaler then plans at once instead of at its next period)."""
+    """The cache as the Job watch feeds it, telling listeners when a job turns Pending while the
+    cluster has elastic jobs (the elastic autoscaler then plans at once instead of at its next
+    period)."""
 
     def __init__(self, cache: Cache, listeners: list[Callable[[], None]]) -> None:
         self._cache = cache
         self._listeners = listeners
-        self._phases: dict[str, str | None] = {}  # only the Job watch's thread calls in
+        # Only the Job watch's thread calls in.
+        self._phases: dict[str, str | None] = {}
+        self._elastic: set[str] = set()
 
     def replace_all(self, kind: str, items: Iterable[WireObject]) -> set[str]:
         listed = list(items)
         before, self._phases = self._phases, {}  # jobs gone since the last listing are dropped
+        self._elastic = {object_key(obj) for obj in listed if has_elastic_task(obj)}
         for obj in listed:
             self._saw(obj, before)
         return self._cache.replace_all(kind, listed)
 
     def upsert(self, kind: str, obj: WireObject) -> str | None:
+        key = object_key(obj)
+        if has_elastic_task(obj):
+            self._elastic.add(key)
+        else:
+            self._elastic.discard(key)
         self._saw(obj, self._phases)
         return self._cache.upsert(kind, obj)
 
     def remove(self, kind: str, obj: WireObject) -> str | None:
-        self._phases.pop(object_key(obj), None)
+        key = object_key(obj)
+        self._phases.pop(key, None)
+        self._elastic.discard(key)
         return self._cache.remove(kind, obj)
 
     def _saw(self, job: WireObject, before: dict[str, str | None]) -> None:
         key, phase = object_key(job), job_phase(job)
         previous = before.get(key)
         self._phases[key] = phase
-        if wakes_autoscaler(previous, phase):
+        if wakes_autoscaler(previous, phase, bool(self._elastic)):
             for listener in self._listeners:
                 listener()
 

@@ -11,24 +11,53 @@ from prometheus_client import CollectorRegistry
 
 from controller.cache import Cache
 from controller.elastic_loop import ElasticLoop
-from controller.elastic_plan import job_phase, wakes_autoscaler
+from controller.elastic_plan import has_elastic_task, job_phase, wakes_autoscaler
 from controller.runner import _JobPhaseStore
 from localcluster.testing import wait_until
 
 
 @pytest.mark.parametrize(
-    ("previous", "phase", "wakes"),
+    ("previous", "phase", "any_elastic", "wakes"),
     [
-        pytest.param(None, "Pending", True, id="new and Pending"),
-        pytest.param(None, None, False, id="new, no phase yet"),
-        pytest.param(None, "Running", False, id="first seen Running"),
-        pytest.param("Restarting", "Pending", True, id="back from Restarting"),
-        pytest.param("Pending", "Pending", False, id="still Pending"),
-        pytest.param("Pending", "Running", False, id="started"),
+        pytest.param(None, "Pending", True, True, id="new and Pending"),
+        pytest.param(None, None, True, False, id="new, no phase yet"),
+        pytest.param(None, "Running", True, False, id="first seen Running"),
+        pytest.param("Restarting", "Pending", True, True, id="back from Restarting"),
+        pytest.param("Pending", "Pending", True, False, id="still Pending"),
+        pytest.param("Pending", "Running", True, False, id="started"),
+        pytest.param(None, "Pending", False, False, id="no elastic job: nothing to give room"),
+        pytest.param("Restarting", "Pending", False, False, id="no elastic job, restarted"),
     ],
 )
-def test_wakes_autoscaler(previous: str | None, phase: str | None, wakes: bool) -> None:
-    assert wakes_autoscaler(previous, phase) is wakes
+def test_wakes_autoscaler(
+    previous: str | None, phase: str | None, any_elastic: bool, wakes: bool
+) -> None:
+    assert wakes_autoscaler(previous, phase, any_elastic) is wakes
+
+
+def task(**bounds: Any) -> dict[str, Any]:
+    return {"name": "worker", "replicas": 2, **bounds}
+
+
+@pytest.mark.parametrize(
+    ("job", "elastic"),
+    [
+        pytest.param({}, False, id="no spec"),
+        pytest.param({"spec": {"tasks": "odd"}}, False, id="tasks not a list"),
+        pytest.param({"spec": {"tasks": [task()]}}, False, id="no bounds"),
+        pytest.param({"spec": {"tasks": [task(minReplicas=2, maxReplicas=2)]}}, False, id="equal"),
+        pytest.param({"spec": {"tasks": [task(minReplicas=1, maxReplicas=4)]}}, True, id="elastic"),
+        pytest.param({"spec": {"tasks": [task(minReplicas=1)]}}, False, id="only a minimum"),
+        pytest.param({"spec": {"tasks": [task(minReplicas="1", maxReplicas=4)]}}, False, id="odd"),
+        pytest.param(
+            {"spec": {"tasks": ["odd", task(), task(minReplicas=1, maxReplicas=3)]}},
+            True,
+            id="second task elastic",
+        ),
+    ],
+)
+def test_has_elastic_task(job: dict[str, Any], elastic: bool) -> None:
+    assert has_elastic_task(job) is elastic
 
 
 @pytest.mark.parametrize(
@@ -44,7 +73,7 @@ def test_job_phase(job: dict[str, Any], phase: str | None) -> None:
     assert job_phase(job) == phase
 
 
-def wire(name: str, phase: str | None, version: int) -> dict[str, Any]:
+def wire(name: str, phase: str | None, version: int, elastic: bool = False) -> dict[str, Any]:
     job: dict[str, Any] = {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -54,6 +83,7 @@ def wire(name: str, phase: str | None, version: int) -> dict[str, Any]:
             "uid": f"uid-{name}",
             "resourceVersion": str(version),
         },
+        "spec": {"tasks": [task(minReplicas=2, maxReplicas=8) if elastic else task()]},
     }
     if phase:
         job["status"] = {"state": {"phase": phase}}
@@ -63,7 +93,7 @@ def wire(name: str, phase: str | None, version: int) -> dict[str, Any]:
 def test_the_job_watch_tells_when_a_job_turns_pending() -> None:
     woken: list[int] = []
     store = _JobPhaseStore(Cache(), [lambda: woken.append(1)])
-    store.replace_all("Job", [wire("old", "Pending", 1), wire("run", "Running", 2)])
+    store.replace_all("Job", [wire("old", "Pending", 1), wire("run", "Running", 2, elastic=True)])
     assert len(woken) == 1  # a job found Pending at the first listing may need room too
     store.upsert("Job", wire("a", None, 3))
     store.upsert("Job", wire("a", "Pending", 4))
@@ -73,9 +103,31 @@ def test_the_job_watch_tells_when_a_job_turns_pending() -> None:
     store.upsert("Job", wire("a", "Pending", 7))
     assert len(woken) == 3
     store.remove("Job", wire("a", "Pending", 8))
-    store.replace_all("Job", [wire("old", "Pending", 9), wire("a", "Pending", 10)])
+    store.replace_all(
+        "Job",
+        [wire("old", "Pending", 9), wire("a", "Pending", 10), wire("run", "Running", 2, True)],
+    )
     assert len(woken) == 4  # only "a", gone and back; "old" was Pending already
     assert store.upsert("Job", wire("b", "Pending", 11)) == "default/b"  # the cache is fed
+
+
+def test_without_elastic_jobs_arrivals_do_not_wake_the_autoscaler() -> None:
+    woken: list[int] = []
+    store = _JobPhaseStore(Cache(), [lambda: woken.append(1)])
+    store.replace_all("Job", [wire("old", "Pending", 1), wire("run", "Running", 2)])
+    store.upsert("Job", wire("a", "Pending", 3))
+    assert woken == []  # nothing could give room
+    store.upsert("Job", wire("e", "Running", 4, elastic=True))
+    store.upsert("Job", wire("b", "Pending", 5))
+    assert len(woken) == 1
+    store.remove("Job", wire("e", "Running", 6, elastic=True))
+    store.upsert("Job", wire("c", "Pending", 7))
+    assert len(woken) == 1  # the elastic job is gone
+    store.upsert("Job", wire("f", "Pending", 8, elastic=True))
+    assert len(woken) == 2  # an elastic job that arrives may be given idle capacity at once
+    store.upsert("Job", wire("f", "Running", 9))  # its elastic bounds edited away
+    store.upsert("Job", wire("d", "Pending", 10))
+    assert len(woken) == 2
 
 
 class CountingKube:
