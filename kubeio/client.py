@@ -254,6 +254,74 @@ def load_user_configuration(
     return configuration, _context_namespace(kubeconfig, context)
 
 
+# Set on a RESTClientObject whose `request` takes bodies already encoded (`accept_encoded_bodies`).
+_TAKES_ENCODED = "_vcjob_takes_encoded_bodies"
+
+
+def accept_encoded_bodies(rest_client: Any) -> None:
+    """Let the official client's REST object send a body given as bytes as it is.
+
+    Given a JSON content type it encodes every body with the standard library's json and
+    matches the content type with regular expressions first: 20-40 µs a request on the
+    controller's hot path, where kubeio has encoded the body already (with orjson). Other
+    bodies take the REST object's own way. Idempotent; whatever wraps `request` afterwards
+    (the controller's request counter) sees both kinds.
+    """
+    if getattr(rest_client, _TAKES_ENCODED, False):
+        return
+    original = rest_client.request
+
+    def request(
+        method: str,
+        url: str,
+        headers: dict[str, str] | None = None,
+        body: Any = None,
+        post_params: Any = None,
+        _request_timeout: Any = None,
+    ) -> Any:
+        if not isinstance(body, bytes) or post_params:
+            return original(
+                method,
+                url,
+                headers=headers,
+                body=body,
+                post_params=post_params,
+                _request_timeout=_request_timeout,
+            )
+        response = rest_client.pool_manager.request(
+            method,
+            url,
+            body=body,
+            headers=headers or {},
+            timeout=_urllib3_timeout(_request_timeout),
+            preload_content=False,
+        )
+        return client.rest.RESTResponse(response)
+
+    rest_client.request = request
+    setattr(rest_client, _TAKES_ENCODED, True)
+
+
+def _urllib3_timeout(timeout: Any) -> urllib3.Timeout | None:
+    """The REST object's reading of `_request_timeout`: a total, or (connect, read)."""
+    if isinstance(timeout, (int, float)) and timeout:
+        return urllib3.Timeout(total=timeout)
+    if isinstance(timeout, tuple) and len(timeout) == 2:
+        return urllib3.Timeout(connect=timeout[0], read=timeout[1])
+    return None
+
+
+def encoded_body(body: Any, content_type: str) -> Any:
+    """The body as kubeio sends it: JSON data of a JSON content type encoded here (orjson),
+    anything else as it is. A JSON Patch content type with a body that is not a list stays as
+    it is: the REST object turns that into a strategic merge patch."""
+    if body is None or isinstance(body, (bytes, str)) or "json" not in content_type:
+        return body
+    if content_type == "application/json-patch+json" and not isinstance(body, list):
+        return body
+    return jsoncodec.dumps(body)
+
+
 def new_api_client(configuration: client.Configuration, pool_size: int = 32) -> client.ApiClient:
     """An ApiClient over its own copy of `configuration` with a pool of `pool_size` connections
     (every worker and watch holds one; keep them pooled instead of reconnecting)."""
@@ -305,6 +373,7 @@ class Kube:
         request_timeout: float = REQUEST_TIMEOUT[1],
     ) -> None:
         self.api_client = api_client
+        accept_encoded_bodies(api_client.rest_client)
         self._limiter = TokenBucket(qps, burst)
         self._timeout = (min(REQUEST_TIMEOUT[0], request_timeout), request_timeout)
         # A watch with no event (not even a bookmark) for this long is re-opened: a hung
@@ -359,7 +428,11 @@ class Kube:
         )
         try:
             return self.api_client.call_api(
-                method, url, header_params=header_params, body=body, _request_timeout=timeout
+                method,
+                url,
+                header_params=header_params,
+                body=encoded_body(body, content_type),
+                _request_timeout=timeout,
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransientError(f"{method} {path}: {exc}") from exc
