@@ -19,6 +19,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+import jsonpointer
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
 from controller.elastic_plan import (
@@ -114,7 +115,11 @@ def replicas_patch(
         resized_at_from_annotations(annotations or {}), decision.task, now
     )
     record: dict[str, Any] = (
-        {"op": "add", "path": f"/metadata/annotations/{_pointer(RESIZED_AT_KEY)}", "value": resized}
+        {
+            "op": "add",
+            "path": f"/metadata/annotations/{jsonpointer.escape(RESIZED_AT_KEY)}",
+            "value": resized,
+        }
         if isinstance(annotations, Mapping)
         else {"op": "add", "path": "/metadata/annotations", "value": {RESIZED_AT_KEY: resized}}
     )
@@ -124,11 +129,6 @@ def replicas_patch(
         {"op": "replace", "path": f"{base}/replicas", "value": decision.to_replicas},
         record,
     ]
-
-
-def _pointer(token: str) -> str:
-    """One JSON Pointer reference token (RFC 6901)."""
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 def task_index(job: Mapping[str, Any], task: str) -> int | None:
