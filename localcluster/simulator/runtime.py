@@ -403,6 +403,9 @@ class PodWorker:
                 "nsenter",
                 f"--net={self.sandbox.netns}",
                 f"--mount=/proc/{run.process.pid}/ns/mnt",
+                # The container's own root (see launch.py) and working dir.
+                f"--root=/proc/{run.process.pid}/root",
+                f"--wd=/proc/{run.process.pid}/cwd",
                 "--",
             ]
             if self.sandbox and run.process
