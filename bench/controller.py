@@ -48,7 +48,7 @@ def plain_loop(kube: Kube, namespace: str, names: list[str]) -> float:
 
 
 def server_cpu(cluster: Any) -> float:
-    return float(bench.process_cpu_seconds(cluster.component_pids()["apiserver"]))
+    return float(bench.process_cpu_seconds(cluster.component_pids()["kube-apiserver"]))
 
 
 def scenario(label: str, cluster: Any, tmp: Path, kube: Kube, jobs: int, replicas: int) -> None:

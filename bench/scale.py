@@ -93,7 +93,7 @@ def main() -> None:
             cluster, tmp / "controller.log", "--workers", "4", "--resync-period", args.resync
         )
         try:
-            api_pid = cluster.component_pids()["apiserver"]
+            api_pid = cluster.component_pids()["kube-apiserver"]
             rss_empty, api_empty = ctl.rss_mb(), rss_mb(api_pid)
             print(f"controller RSS MB with no jobs: {rss_empty:.0f}")
             print(f"API server RSS MB with no jobs: {api_empty:.0f}")

@@ -77,7 +77,9 @@ def local_group() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for the kubeconfig, webhook certificates, logs and local.json.",
 )
-@click.option("--no-simulator", is_flag=True, help="Do not start the pod/node simulator.")
+@click.option(
+    "--no-simulator", is_flag=True, help="Do not start the node agent (no nodes, pods stay Pending)"
+)
 @click.option("--no-controller", is_flag=True, help="Do not start the vcjob controller.")
 @click.option(
     "--no-webhook",
@@ -89,7 +91,7 @@ def local_group() -> None:
     default=3,
     show_default=True,
     type=click.IntRange(0, 1000),
-    help="Number of simulated nodes (node-1 … node-N).",
+    help="Number of nodes the node agent runs (node-1 … node-N).",
 )
 @click.option(
     "--node-cpu",
@@ -124,7 +126,9 @@ def local_group() -> None:
     default=0.0,
     show_default=True,
     type=click.FloatRange(0.0, 1.0),
-    help="Share of API requests the server fails on purpose (500, 409 or a timeout).",
+    help="Put a proxy between vcjob's webhook and controller and kube-apiserver that fails this "
+    "share of their requests on purpose (500, 429 with Retry-After, 409, timeouts) and cuts "
+    "their watches.",
 )
 @click.option(
     "--fault-seed",
@@ -135,7 +139,8 @@ def local_group() -> None:
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Persist the API server's objects in SQLite in this folder (default: in memory).",
+    help="Keep etcd's data in this folder, so a restart finds every object again (default: a "
+    "fresh etcd under DIR each time).",
 )
 @click.option(
     "--elastic-period",
@@ -163,14 +168,15 @@ def local_group() -> None:
 @click.option(
     "--bare",
     is_flag=True,
-    help="A fresh cluster for `helm install`: the API server, nodes, built-in controllers and the "
-    "simulator (with its process runtime) only; no CRDs, vcjob-system, Queue, webhook or "
-    "controller: a plain cluster to `helm install vcjob charts/vcjob` into.",
+    help="A fresh cluster for `helm install`: the control plane and the node agent (with its "
+    "process runtime) only; no CRDs, vcjob-system, Queue, webhook or controller: a plain "
+    "cluster to `helm install vcjob charts/vcjob` into.",
 )
 @click.option(
     "--audit-log",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Append one JSON line per API request (user, verb, resource, namespace, name, code).",
+    help="kube-apiserver's audit log: one audit.k8s.io/v1 Event per request, JSON lines "
+    "(Metadata level).",
 )
 @click.option(
     "--run-image",
@@ -202,10 +208,12 @@ def up_command(
     audit_log: Path | None,
     run_images: tuple[str, ...],
 ) -> None:
-    """Start the local control plane in the foreground; Ctrl-C or SIGTERM stops it.
+    """Start the local cluster in the foreground; Ctrl-C or SIGTERM stops it.
 
-    The kubeconfig is written to DIR/kubeconfig as soon as the API server answers; the ports, pids
-    and log files of every component are in DIR/local.json once everything is ready.
+    etcd, kube-apiserver, kube-controller-manager and kube-scheduler (built by `make cluster`),
+    then vcjob's webhook, controller and node agent. The kubeconfig is written to DIR/kubeconfig
+    as soon as kube-apiserver answers; the ports, pids and log files of every component are in
+    DIR/local.json once everything is ready.
     """
     configure_logging(fmt=log_format)
     options = UpOptions(

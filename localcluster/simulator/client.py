@@ -25,6 +25,7 @@ from localcluster.apierror import ApiError as ApiError  # the views raise it
 log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
 
@@ -57,6 +58,7 @@ PODS = Resource("", "v1", "pods", namespaced=True, kind="Pod")
 NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
 EVENTS = Resource("", "v1", "events", namespaced=True)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", namespaced=True, kind="Lease")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)
 PODGROUPS = Resource(
     "scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True, kind="PodGroup"
@@ -202,12 +204,17 @@ class KubeClient:
         namespace: str | None = None,
         *,
         grace_period_seconds: int | None = None,
+        uid: str | None = None,
     ) -> dict[str, Any]:
-        params = {}
+        """DELETE with DeleteOptions; with `uid`, only the object of that UID is deleted (a 409
+        says the name now belongs to another one, so it is not retried)."""
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
         if grace_period_seconds is not None:
-            params["gracePeriodSeconds"] = str(grace_period_seconds)
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if uid:
+            options["preconditions"] = {"uid": uid}
         return self.request(
-            "DELETE", resource.path(namespace, name), params=params, retry_conflicts=True
+            "DELETE", resource.path(namespace, name), body=options, retry_conflicts=not uid
         )
 
     def apply(self, resource: Resource, body: Mapping[str, Any]) -> dict[str, Any]:

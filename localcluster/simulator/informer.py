@@ -52,6 +52,9 @@ class Informer:
         # resourceVersion of each deletion seen since the last list: a late answer to one of our
         # writes must not bring a deleted object back.
         self._tombstones: dict[str, int] = {}
+        # The newest resourceVersion the last list (after a 410 Gone, say) returned: an object
+        # missing from that list in an older version was deleted before it, unseen.
+        self._listed_up_to = 0
         self.synced = threading.Event()
         self._reflector: Reflector | None = None
 
@@ -99,6 +102,8 @@ class Informer:
         if version <= self._tombstones.get(key, -1):
             return
         current = self._objects.get(key)
+        if current is None and version <= self._listed_up_to:
+            return
         if current is None or version >= resource_version(current):
             self._objects[key] = obj
 
@@ -109,6 +114,7 @@ class Informer:
         with self._lock:
             self._objects = objects
             self._tombstones = {}
+            self._listed_up_to = max((resource_version(o) for o in objects.values()), default=0)
         self.synced.set()
         return set(objects)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from localcluster.simulator import work
+from localcluster.simulator import podnet, work
 from shared.duration import parse_duration
 from shared.labels import SIM_EXIT_CODE_KEY, SIM_FAIL_AFTER_KEY, SIM_RUNTIME_KEY
 
@@ -147,9 +147,8 @@ def parse_timestamp(text: str | None) -> datetime | None:
 
 
 def pod_ip(uid: str) -> str:
-    """A stable fake address in 10.244.0.0/16 (the usual pod CIDR)."""
-    digest = hashlib.sha256(uid.encode()).digest()
-    return f"10.244.{digest[0]}.{digest[1] % 254 + 1}"
+    """A stable made-up address in 10.244.128.0/17, where no pod that really runs is."""
+    return podnet.simulated_pod_ip(uid)
 
 
 def _digest(*parts: str) -> str:

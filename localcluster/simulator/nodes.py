@@ -1,17 +1,33 @@
-"""Simulated Nodes: what `vcjob local up` registers, and the heartbeat that keeps them Ready."""
+"""Simulated Nodes: what `vcjob local up` registers, and what the node agent's heartbeats write,
+as kubelet writes them (pure).
+
+A kubelet keeps its node alive two ways: it renews the node's Lease in `kube-node-lease` every
+10 s (`renewLease`), and posts the node's status (conditions with a fresh `lastHeartbeatTime`,
+addresses, kubelet endpoint, versions). kube-controller-manager's node lifecycle controller marks
+the node `Unknown`, taints it and evicts its pods when both stop for longer than its grace period.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Final
 
 from localcluster.simulator.kubelet import timestamp
 
-GPU_RESOURCE = "nvidia.com/gpu"
-MAX_PODS = 110
-KUBELET_VERSION = "v1.31.0"
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+MAX_PODS: Final = 110
+KUBELET_VERSION: Final = "v1.34.4"
+DEFAULT_KUBELET_PORT: Final = 10250
+# Where kube-apiserver reaches every node's kubelet API: one server on this machine's loopback.
+NODE_ADDRESS: Final = "127.0.0.1"
+# Marks the nodes this agent is the kubelet of: a Node created by someone else stays NotReady,
+# and its pods are not run, as on a cluster where no kubelet serves it.
+AGENT_ANNOTATION: Final = "sim.vcjob.io/node-agent"
+LEASE_NAMESPACE: Final = "kube-node-lease"
+LEASE_DURATION_SECONDS: Final = 40
+RENEW_INTERVAL_SECONDS: Final = 10.0  # kubelet renews at a quarter of the lease's duration
 
 
 @dataclass(frozen=True)
@@ -25,8 +41,9 @@ def node_name(index: int) -> str:
     return f"node-{index}"
 
 
-def node_address(index: int) -> str:
-    return f"172.18.0.{index + 1}"
+def micro_time(moment: datetime) -> str:
+    """metav1.MicroTime on the wire: `2006-01-02T15:04:05.000000Z`."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def ready_conditions(now: datetime) -> list[dict[str, Any]]:
@@ -53,8 +70,38 @@ def ready_conditions(now: datetime) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def build_node(index: int, shape: NodeShape, now: datetime) -> dict[str, Any]:
-    """Node `node-<index>` with the given capacity, Ready."""
+def node_addresses(name: str, address: str = NODE_ADDRESS) -> list[dict[str, str]]:
+    return [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}]
+
+
+def daemon_endpoints(kubelet_port: int) -> dict[str, Any]:
+    return {"kubeletEndpoint": {"Port": kubelet_port}}
+
+
+def node_info(name: str) -> dict[str, str]:
+    return {
+        "architecture": "amd64",
+        "operatingSystem": "linux",
+        "osImage": "vcjob simulated node",
+        "kernelVersion": "simulated",
+        "kubeletVersion": KUBELET_VERSION,
+        "kubeProxyVersion": KUBELET_VERSION,
+        "containerRuntimeVersion": "containerd://simulated",
+        "machineID": name,
+        "systemUUID": name,
+        "bootID": name,
+    }
+
+
+def build_node(
+    index: int,
+    shape: NodeShape,
+    now: datetime,
+    kubelet_port: int = DEFAULT_KUBELET_PORT,
+    address: str = NODE_ADDRESS,
+) -> dict[str, Any]:
+    """Node `node-<index>` with the given capacity, Ready, its kubelet API at
+    `address:kubelet_port`."""
     name = node_name(index)
     capacity: dict[str, str] = {
         "cpu": shape.cpu,
@@ -73,38 +120,42 @@ def build_node(index: int, shape: NodeShape, now: datetime) -> dict[str, Any]:
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
                 "kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
+                "beta.kubernetes.io/arch": "amd64",
                 "node.kubernetes.io/instance-type": "vcjob-simulated",
             },
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                AGENT_ANNOTATION: "true",
+            },
         },
         "spec": {"podCIDR": f"10.244.{index}.0/24", "podCIDRs": [f"10.244.{index}.0/24"]},
         "status": {
             "capacity": capacity,
             "allocatable": dict(capacity),
             "conditions": ready_conditions(now),
-            "addresses": [
-                {"type": "InternalIP", "address": node_address(index)},
-                {"type": "Hostname", "address": name},
-            ],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {
-                "architecture": "amd64",
-                "operatingSystem": "linux",
-                "osImage": "vcjob simulated node",
-                "kernelVersion": "simulated",
-                "kubeletVersion": KUBELET_VERSION,
-                "kubeProxyVersion": KUBELET_VERSION,
-                "containerRuntimeVersion": "containerd://simulated",
-                "machineID": name,
-                "systemUUID": name,
-                "bootID": name,
-            },
+            "addresses": node_addresses(name, address),
+            "daemonEndpoints": daemon_endpoints(kubelet_port),
+            "nodeInfo": node_info(name),
         },
     }
 
 
-def build_nodes(count: int, shape: NodeShape, now: datetime) -> list[dict[str, Any]]:
-    return [build_node(i, shape, now) for i in range(1, count + 1)]
+def build_nodes(
+    count: int,
+    shape: NodeShape,
+    now: datetime,
+    kubelet_port: int = DEFAULT_KUBELET_PORT,
+    address: str = NODE_ADDRESS,
+) -> list[dict[str, Any]]:
+    return [build_node(i, shape, now, kubelet_port, address) for i in range(1, count + 1)]
+
+
+def managed(node: Mapping[str, Any]) -> bool:
+    """Whether the node agent is this node's kubelet."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(AGENT_ANNOTATION) == "true"
 
 
 def host_ip(node: Mapping[str, Any] | None) -> str:
@@ -114,7 +165,7 @@ def host_ip(node: Mapping[str, Any] | None) -> str:
     for address in addresses:
         if address.get("type") == "InternalIP":
             return str(address.get("address"))
-    return "172.18.0.1"
+    return NODE_ADDRESS
 
 
 def heartbeat_conditions(node: Mapping[str, Any], now: datetime) -> list[dict[str, Any]]:
@@ -128,3 +179,53 @@ def heartbeat_conditions(node: Mapping[str, Any], now: datetime) -> list[dict[st
                 "lastTransitionTime", condition["lastTransitionTime"]
             )
     return fresh
+
+
+def status_update(
+    node: Mapping[str, Any], now: datetime, kubelet_port: int, address: str = NODE_ADDRESS
+) -> dict[str, Any]:
+    """The merge patch of `nodes/status` a kubelet's status report amounts to: conditions with
+    fresh heartbeats (a condition the node lifecycle controller turned Unknown transitions back
+    now), addresses, the kubelet endpoint and versions."""
+    name = str((node.get("metadata") or {}).get("name", ""))
+    return {
+        "status": {
+            "conditions": heartbeat_conditions(node, now),
+            "addresses": node_addresses(name, address),
+            "daemonEndpoints": daemon_endpoints(kubelet_port),
+            "nodeInfo": node_info(name),
+        }
+    }
+
+
+def build_lease(node: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The node's Lease as kubelet creates it: named after the node, owned by it (so it goes when
+    the Node goes), held by it."""
+    metadata = node.get("metadata") or {}
+    name = str(metadata.get("name", ""))
+    lease: dict[str, Any] = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": LEASE_NAMESPACE},
+        "spec": {
+            "holderIdentity": name,
+            "leaseDurationSeconds": LEASE_DURATION_SECONDS,
+            "renewTime": micro_time(now),
+        },
+    }
+    if metadata.get("uid"):
+        lease["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Node", "name": name, "uid": str(metadata["uid"])}
+        ]
+    return lease
+
+
+def lease_renewal(node_name: str, now: datetime) -> dict[str, Any]:
+    """The merge patch that renews a node's Lease."""
+    return {
+        "spec": {
+            "holderIdentity": node_name,
+            "leaseDurationSeconds": LEASE_DURATION_SECONDS,
+            "renewTime": micro_time(now),
+        }
+    }

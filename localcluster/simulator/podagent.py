@@ -1,8 +1,9 @@
-"""The pod sandbox's agent: runs in the pod's network namespace (loopback only) and joins it
-to the node through two Unix sockets, as kubelet's port-forward does.
+"""The pod sandbox's agent: holds the pod's network namespace (its pid is the namespace's; the
+node wires `eth0` and the pod's address into it, see `podnet.py`), brings loopback up, and joins
+the pod's loopback to the node through two Unix sockets.
 
 - `IN` (served here): a connection that starts with `PORT\\n` is joined to 127.0.0.1:PORT in the
-  pod, so the node reaches the pod's ports (probes, Services, port-forward);
+  pod, so the node reaches a port the pod serves on its loopback only;
 - each `--outbound PORT` is a listener on 127.0.0.1:PORT in the pod whose connections go out
   through `OUT` (served by the node) to 127.0.0.1:PORT on the node: how pods reach the API server.
 

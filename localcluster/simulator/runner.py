@@ -1,14 +1,16 @@
-"""The simulator's I/O shell: caches fed by watches, and loops that carry out the pure decisions.
+"""The node agent's I/O shell: caches fed by watches, and loops that carry out the pure decisions.
 
 Three loops share the caches: the scheduler (woken by any change), the kubelet (a short tick, since
-its steps are due at times) and the node heartbeat. Every API failure is logged and retried on the
-next round; nothing here assumes a call succeeded until the server's answer says so.
+its steps are due at times) and the heartbeat (node Leases every 10 s, node status every 30 s).
+Every API failure is logged and retried on the next round; nothing here assumes a call succeeded
+until the server's answer says so.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -17,10 +19,12 @@ from typing import Any
 from localcluster.simulator import kubelet, nodes, scheduling, work
 from localcluster.simulator.client import (
     EVENTS,
+    LEASES,
     NODES,
     PODGROUPS,
     PODS,
     QUEUES,
+    STRATEGIC_MERGE_PATCH,
     ApiError,
     KubeClient,
 )
@@ -31,7 +35,10 @@ log = logging.getLogger(__name__)
 
 KUBELET_TICK = 0.1
 SCHEDULER_IDLE_WAIT = 1.0
-HEARTBEAT_PERIOD = 20.0
+LEASE_RENEW_PERIOD = nodes.RENEW_INTERVAL_SECONDS
+# kubelet reports status every 5 min while its Lease is renewed; more often keeps the conditions'
+# lastHeartbeatTime recent for whoever reads them (`kubectl describe node`).
+NODE_STATUS_PERIOD = 30.0
 ASSUME_TIMEOUT = timedelta(seconds=30)
 STEP_MESSAGES = {
     kubelet.Action.START: "pod started",
@@ -46,38 +53,71 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def scheduled_event(
-    binding: scheduling.Binding, uid: str, scheduler: str, now: datetime
+def build_event(
+    involved: Mapping[str, str],
+    reason: str,
+    message: str,
+    component: str,
+    now: datetime,
+    kind: str = "Warning",
 ) -> dict[str, Any]:
+    """A core/v1 Event about `involved` (apiVersion, kind, namespace, name, uid), as client-go's
+    recorder writes one: named after the object and the time, reported by `component`."""
     at = kubelet.timestamp(now)
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            "name": f"{binding.pod}.{int(now.timestamp() * 1e9):x}",
-            "namespace": binding.namespace,
+            "name": f"{involved['name']}.{int(now.timestamp() * 1e9):x}",
+            "namespace": involved["namespace"],
         },
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "namespace": binding.namespace,
-            "name": binding.pod,
-            "uid": uid,
-        },
-        "reason": "Scheduled",
-        "message": f"Successfully assigned {binding.namespace}/{binding.pod} to {binding.node}",
-        "type": "Normal",
-        "source": {"component": scheduler},
-        "reportingComponent": scheduler,
-        "reportingInstance": scheduler,
+        "involvedObject": dict(involved),
+        "reason": reason,
+        "message": message,
+        "type": kind,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "reportingInstance": component,
         "firstTimestamp": at,
         "lastTimestamp": at,
         "count": 1,
     }
 
 
+def pod_reference(namespace: str, name: str, uid: str) -> dict[str, str]:
+    return {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
+
+
+def scheduled_event(
+    binding: scheduling.Binding, uid: str, scheduler: str, now: datetime
+) -> dict[str, Any]:
+    """The `Scheduled` event `kubectl describe pod` shows, as kube-scheduler records it."""
+    return build_event(
+        pod_reference(binding.namespace, binding.pod, uid),
+        "Scheduled",
+        f"Successfully assigned {binding.namespace}/{binding.pod} to {binding.node}",
+        scheduler,
+        now,
+        kind="Normal",
+    )
+
+
+def unschedulable_patch(failure: scheduling.PodSchedulingFailure, now: datetime) -> dict[str, Any]:
+    """The strategic merge patch of `pods/status` setting `PodScheduled: False` (merged by type,
+    so the pod's other conditions stay), for the pod of that UID only."""
+    condition = {
+        **failure.condition().as_wire(),
+        "lastProbeTime": None,
+        "lastTransitionTime": kubelet.timestamp(now),
+    }
+    patch: dict[str, Any] = {"status": {"conditions": [condition]}}
+    if failure.uid:
+        patch["metadata"] = {"uid": failure.uid}
+    return patch
+
+
 class Simulator:
-    """Gang scheduler `volcano` + kubelet + node heartbeat, against one API server."""
+    """Gang scheduler `volcano` + the kubelets of the nodes it manages, against one API server."""
 
     def __init__(
         self,
@@ -88,6 +128,8 @@ class Simulator:
         scheduler_name: str = scheduling.GANG_SCHEDULER,
         now: Callable[[], datetime] = _now,
         runtime: ProcessRuntime | None = None,
+        kubelet_port: int = nodes.DEFAULT_KUBELET_PORT,
+        node_address: str = nodes.NODE_ADDRESS,
     ) -> None:
         self._client = client
         self._runtime = runtime
@@ -95,6 +137,8 @@ class Simulator:
         self._stop = stop
         self._scheduler_name = scheduler_name
         self._now = now
+        self._kubelet_port = kubelet_port
+        self._node_address = node_address
         self._wake = threading.Event()
         self.pods = Informer(client, PODS, stop, self._wake.set)
         self.nodes = Informer(client, NODES, stop, self._wake.set)
@@ -104,7 +148,6 @@ class Simulator:
         self._times: dict[str, kubelet.PodTimes] = {}
         self._scripts: dict[str, kubelet.Script] = {}
         self._work: dict[work.TaskKey, work.Progress] = {}
-        self._binding_subresource = True
         self._threads = [
             threading.Thread(target=self._loop, args=(self.schedule_once,), name="scheduler"),
             threading.Thread(target=self._kubelet_loop, name="kubelet"),
@@ -117,13 +160,30 @@ class Simulator:
         for thread in self._threads:
             thread.daemon = True
             thread.start()
-        log.info("simulator started", extra={"scheduler": self._scheduler_name})
+        log.info(
+            "node agent started",
+            extra={"scheduler": self._scheduler_name, "kubelet_port": self._kubelet_port},
+        )
 
     def join(self, timeout: float) -> None:
         """Wait for the loops (they notice `stop` within a tick); the informers' threads are
         daemons blocked in watches and end with the process."""
         for thread in self._threads:
             thread.join(timeout)
+
+    def _synced(self) -> bool:
+        return self.pods.synced.is_set() and self.nodes.synced.is_set()
+
+    def _post_event(self, event: Mapping[str, Any]) -> None:
+        """Best effort, one attempt: an event is not worth holding up the next decision."""
+        namespace = str(event["metadata"]["namespace"])
+        try:
+            self._client.request("POST", EVENTS.path(namespace), body=event, attempts=1)
+        except ApiError as err:
+            log.debug(
+                "event not recorded",
+                extra={"object": event["involvedObject"].get("name"), "error": str(err)},
+            )
 
     # -- scheduler --------------------------------------------------------------------------
 
@@ -133,7 +193,7 @@ class Simulator:
             self._wake.clear()
             if self._stop.is_set():
                 return
-            if not (self.pods.synced.is_set() and self.nodes.synced.is_set()):
+            if not self._synced():
                 continue
             try:
                 step()
@@ -192,6 +252,8 @@ class Simulator:
             self._write_queue_status(queue_status)
         for binding in decisions.bind:
             self._bind(binding)
+        for failure in decisions.unschedulable_pods:
+            self._mark_unschedulable(failure)
 
     def _write_podgroup_status(self, status: scheduling.PodGroupStatus) -> None:
         """A plain update of the main resource, as Volcano's scheduler writes PodGroup status
@@ -236,47 +298,70 @@ class Simulator:
     def _record_podgroup_event(self, event: scheduling.PodGroupEvent) -> None:
         """The Warning `kubectl describe podgroup` shows when a gang cannot be scheduled."""
         podgroup = self.podgroups.get(f"{event.namespace}/{event.name}") or {}
-        now = self._now()
-        at = kubelet.timestamp(now)
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{event.name}.{int(now.timestamp() * 1e9):x}",
-                "namespace": event.namespace,
-            },
-            "involvedObject": {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "PodGroup",
-                "namespace": event.namespace,
-                "name": event.name,
-                "uid": str((podgroup.get("metadata") or {}).get("uid", "")),
-            },
-            "reason": event.reason,
-            "message": event.message,
-            "type": "Warning",
-            "source": {"component": self._scheduler_name},
-            "reportingComponent": self._scheduler_name,
-            "reportingInstance": self._scheduler_name,
-            "firstTimestamp": at,
-            "lastTimestamp": at,
-            "count": 1,
+        involved = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "namespace": event.namespace,
+            "name": event.name,
+            "uid": str((podgroup.get("metadata") or {}).get("uid", "")),
         }
+        self._post_event(
+            build_event(involved, event.reason, event.message, self._scheduler_name, self._now())
+        )
+
+    def _mark_unschedulable(self, failure: scheduling.PodSchedulingFailure) -> None:
+        """`PodScheduled: False` with the reason on the pod's status, then the FailedScheduling
+        event `kubectl describe pod` shows, as Volcano's scheduler reports a pod it cannot place."""
+        now = self._now()
         try:
-            self._client.request("POST", EVENTS.path(event.namespace), body=body, attempts=1)
+            updated = self._client.patch(
+                PODS,
+                failure.name,
+                unschedulable_patch(failure, now),
+                failure.namespace,
+                subresource="status",
+                content_type=STRATEGIC_MERGE_PATCH,
+            )
         except ApiError as err:
-            log.debug("event not recorded", extra={"podgroup": event.name, "error": str(err)})
+            if not err.not_found:
+                log.warning(
+                    "pod condition update failed",
+                    extra={"namespace": failure.namespace, "pod": failure.name, "error": str(err)},
+                )
+            return
+        self.pods.observe(updated)
+        log.info(
+            "pod unschedulable",
+            extra={"namespace": failure.namespace, "pod": failure.name, "why": failure.message},
+        )
+        involved = pod_reference(failure.namespace, failure.name, failure.uid)
+        self._post_event(
+            build_event(
+                involved,
+                scheduling.FAILED_SCHEDULING,
+                failure.message,
+                self._scheduler_name,
+                now,
+            )
+        )
 
     def _bind(self, binding: scheduling.Binding) -> None:
+        """POST the pod's `binding` subresource, as kube-scheduler's DefaultBinder does (the API
+        server sets spec.nodeName and PodScheduled; nothing else may)."""
         key = f"{binding.namespace}/{binding.pod}"
         pod = self.pods.get(key) or {}
         uid = str((pod.get("metadata") or {}).get("uid", ""))
         self._assumed_bindings[key] = (binding.node, uid, self._now())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": binding.pod, "namespace": binding.namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
+        }
         try:
-            if self._binding_subresource:
-                self._post_binding(binding, uid)
-            else:
-                self._patch_node_name(binding)
+            self._client.request(
+                "POST", PODS.path(binding.namespace, binding.pod, "binding"), body=body
+            )
         except ApiError as err:
             self._assumed_bindings.pop(key, None)
             if not err.not_found:
@@ -289,49 +374,14 @@ class Simulator:
             "pod bound",
             extra={"namespace": binding.namespace, "pod": binding.pod, "node": binding.node},
         )
-        scheduler = str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
-        self._record_scheduled(binding, uid, scheduler)
-
-    def _record_scheduled(self, binding: scheduling.Binding, uid: str, scheduler: str) -> None:
-        """The `Scheduled` event `kubectl describe pod` shows, as kube-scheduler records it."""
-        event = scheduled_event(binding, uid, scheduler, self._now())
-        try:
-            # Best effort, one attempt: an event is not worth holding up the next binding.
-            self._client.request("POST", EVENTS.path(binding.namespace), body=event, attempts=1)
-        except ApiError as err:
-            log.debug("event not recorded", extra={"pod": binding.pod, "error": str(err)})
-
-    def _post_binding(self, binding: scheduling.Binding, uid: str) -> None:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": binding.pod, "namespace": binding.namespace, "uid": uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
-        }
-        try:
-            self._client.request(
-                "POST", PODS.path(binding.namespace, binding.pod, "binding"), body=body
-            )
-        except ApiError as err:
-            if err.code not in (404, 405):
-                raise
-            # Tell "no such pod" from "no binding subresource" before falling back.
-            self._client.get(PODS, binding.pod, binding.namespace)
-            log.info("binding subresource unavailable, patching spec.nodeName instead")
-            self._binding_subresource = False
-            self._patch_node_name(binding)
-
-    def _patch_node_name(self, binding: scheduling.Binding) -> None:
-        updated = self._client.patch(
-            PODS, binding.pod, {"spec": {"nodeName": binding.node}}, binding.namespace
-        )
-        self.pods.observe(updated)
+        scheduler = str((pod.get("spec") or {}).get("schedulerName") or self._scheduler_name)
+        self._post_event(scheduled_event(binding, uid, scheduler, self._now()))
 
     # -- kubelet ----------------------------------------------------------------------------
 
     def _kubelet_loop(self) -> None:
         while not self._stop.wait(KUBELET_TICK):
-            if not (self.pods.synced.is_set() and self.nodes.synced.is_set()):
+            if not self._synced():
                 continue
             try:
                 self.kubelet_once()
@@ -349,23 +399,26 @@ class Simulator:
         return times
 
     def kubelet_once(self) -> None:
+        """One pass of every managed node's kubelet over the pods bound to it (pods on nodes no
+        kubelet of this agent serves are left to the node lifecycle controller and pod GC)."""
         now = self._now()
-        node_cache = {str(n["metadata"]["name"]): n for n in self.nodes.snapshot()}
+        node_cache = {
+            str(n["metadata"]["name"]): n for n in self.nodes.snapshot() if nodes.managed(n)
+        }
         seen: set[str] = set()
-        pods = self.pods.snapshot()
+        pods = [
+            p
+            for p in self.pods.snapshot()
+            if str((p.get("spec") or {}).get("nodeName") or "") in node_cache
+        ]
         self._work, work_done = work.tick(self._work, pods, now)
         for pod in pods:
             metadata = pod.get("metadata") or {}
-            node_name = (pod.get("spec") or {}).get("nodeName")
-            if not node_name:
-                continue
+            node = node_cache[str(pod["spec"]["nodeName"])]
             uid = str(metadata.get("uid") or object_key(pod))
             seen.add(uid)
             times = self._pod_times(pod, now)
             script = self._script(pod, uid)
-            node = node_cache.get(str(node_name))
-            if node is None and not metadata.get("deletionTimestamp"):
-                continue  # no kubelet runs on a node that does not exist
             if self._runtime is not None and self._runtime.handles(pod):
                 self._runtime.sync(pod, nodes.host_ip(node))
                 continue
@@ -399,14 +452,18 @@ class Simulator:
         namespace, name = str(metadata.get("namespace")), str(metadata.get("name"))
         try:
             if step.action is kubelet.Action.DELETE:
-                self._client.delete(PODS, name, namespace, grace_period_seconds=0)
+                # As kubelet's status manager: once the containers are stopped, delete at once,
+                # but only this pod (a pod re-created under the same name is not touched).
+                self._client.delete(
+                    PODS, name, namespace, grace_period_seconds=0, uid=str(metadata.get("uid", ""))
+                )
                 log.info("pod deleted", extra={"namespace": namespace, "pod": name})
                 return
             updated = self._client.patch(
                 PODS, name, {"status": step.status}, namespace, subresource="status"
             )
         except ApiError as err:
-            if not err.not_found:
+            if not (err.not_found or err.code == 409):
                 log.warning(
                     "pod update failed",
                     extra={"namespace": namespace, "pod": name, "error": str(err)},
@@ -420,21 +477,56 @@ class Simulator:
             STEP_MESSAGES[step.action], extra={"namespace": namespace, "pod": name, "phase": phase}
         )
 
-    # -- node heartbeat ---------------------------------------------------------------------
+    # -- heartbeat --------------------------------------------------------------------------
 
     def _heartbeat_loop(self) -> None:
-        while not self._stop.wait(HEARTBEAT_PERIOD):
-            now = self._now()
-            for node in self.nodes.snapshot():
-                name = str(node["metadata"]["name"])
-                try:
-                    updated = self._client.patch(
-                        NODES,
-                        name,
-                        {"status": {"conditions": nodes.heartbeat_conditions(node, now)}},
-                        subresource="status",
-                    )
-                except ApiError as err:
-                    log.warning("node heartbeat failed", extra={"node": name, "error": str(err)})
-                    continue
-                self.nodes.observe(updated)
+        """Renew every managed node's Lease each LEASE_RENEW_PERIOD and post its status each
+        NODE_STATUS_PERIOD, both at once on start (a restarted agent brings its nodes back)."""
+        while not self.nodes.synced.wait(0.2):
+            if self._stop.is_set():
+                return
+        status_due = 0.0
+        while not self._stop.is_set():
+            started = time.monotonic()
+            managed = [n for n in self.nodes.snapshot() if nodes.managed(n)]
+            for node in managed:
+                self.renew_lease(node)
+            if started >= status_due:
+                status_due = started + NODE_STATUS_PERIOD
+                for node in managed:
+                    self.post_node_status(str(node["metadata"]["name"]))
+            self._stop.wait(max(LEASE_RENEW_PERIOD - (time.monotonic() - started), 0.0))
+
+    def renew_lease(self, node: Mapping[str, Any]) -> None:
+        """Renew the node's Lease, creating it when it does not exist yet."""
+        name = str(node["metadata"]["name"])
+        now = self._now()
+        try:
+            self._client.patch(LEASES, name, nodes.lease_renewal(name, now), nodes.LEASE_NAMESPACE)
+            return
+        except ApiError as err:
+            if not err.not_found:
+                log.warning("lease renewal failed", extra={"node": name, "error": str(err)})
+                return
+        try:
+            self._client.create(LEASES, nodes.build_lease(node, now), nodes.LEASE_NAMESPACE)
+        except ApiError as err:
+            if not err.already_exists:
+                log.warning("lease creation failed", extra={"node": name, "error": str(err)})
+
+    def post_node_status(self, name: str) -> None:
+        """Report the node's status from its current state (not the cache, which may be behind
+        on what the node lifecycle controller wrote)."""
+        try:
+            node = self._client.get(NODES, name)
+            updated = self._client.patch(
+                NODES,
+                name,
+                nodes.status_update(node, self._now(), self._kubelet_port, self._node_address),
+                subresource="status",
+            )
+        except ApiError as err:
+            if not err.not_found:
+                log.warning("node status update failed", extra={"node": name, "error": str(err)})
+            return
+        self.nodes.observe(updated)

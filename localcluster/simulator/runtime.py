@@ -37,6 +37,7 @@ from localcluster.simulator.images import (
     pod_runs_for_real,
 )
 from localcluster.simulator.kubelet import timestamp
+from localcluster.simulator.kubeletapi import ContainerEntry, PodEntry
 from localcluster.simulator.sandbox import Forwarder, Sandbox, dies_with_node
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ def runtime_available() -> str | None:
     """Why real processes cannot run here, or None when they can."""
     if os.geteuid() != 0:
         return "namespaces need root (unshare)"
-    for tool in ("unshare", "nsenter"):
+    for tool in ("unshare", "nsenter", "ip"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed"
     return None
@@ -125,6 +126,16 @@ class ContainerRun:
         )
 
 
+def _runs_own_command(pid: int) -> bool:
+    """The container's process has left the node's steps that set it up (nsenter, unshare,
+    launch.py, whose command lines all carry the launch module) for its own command."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return bool(cmdline) and b"localcluster.simulator.launch" not in cmdline
+
+
 class PodWorker:
     """One pod's life on the node, on its own thread."""
 
@@ -136,7 +147,7 @@ class PodWorker:
         self.host_ip = host_ip
         self.namespace, self.pod_name, self.uid = namespace, name, uid
         self.dir = runtime.pods_dir / pod_dir_name(namespace, name, uid)
-        self.pod_ip = podstatus.pod_ip_for(uid)
+        self.pod_ip = ""  # the sandbox's, once it runs
         self.gone = threading.Event()
         self.sandbox: Sandbox | None = None
         spec = pod.get("spec") or {}
@@ -179,12 +190,8 @@ class PodWorker:
     def _setup(self) -> None:
         (self.dir / "volumes").mkdir(parents=True, exist_ok=True)
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
-        self.sandbox = Sandbox(
-            self.runtime.forwarder, self.dir, self.pod_ip, {self.runtime.api_port}
-        )
-        self.sandbox.start()
-        specs = [c.spec for c in self.containers]
-        self.sandbox.expose(probes.probe_ports(specs))
+        self.sandbox = Sandbox(self.runtime.forwarder, self.dir, self.uid, {self.runtime.api_port})
+        self.pod_ip = self.sandbox.start()
         log.info(
             "pod sandbox ready",
             extra={"pod": f"{self.namespace}/{self.pod_name}", "ip": self.pod_ip},
@@ -522,13 +529,42 @@ class PodWorker:
         self._kill_all(signal.SIGKILL)
         self._publish()
         try:
-            self.runtime.client.delete(PODS, self.pod_name, self.namespace, grace_period_seconds=0)
+            self.runtime.client.delete(
+                PODS, self.pod_name, self.namespace, grace_period_seconds=0, uid=self.uid
+            )
         except ApiError as err:
             if not err.not_found:
                 log.warning("pod removal failed", extra={"pod": self.pod_name, "error": str(err)})
                 return False
         log.info("pod deleted", extra={"namespace": self.namespace, "pod": self.pod_name})
         return True
+
+    # -- what the kubelet API reads --------------------------------------------------------------
+
+    def entry(self) -> PodEntry:
+        """The pod as the kubelet API sees it now (read from another thread: a snapshot)."""
+        containers = tuple(
+            ContainerEntry(
+                name=run.name,
+                restart_count=run.restart_count,
+                pid=pid,
+                started=pid is not None and _runs_own_command(pid),
+            )
+            for run in [*self.inits, *self.containers]
+            for pid in [run.process.pid if run.process is not None and run.running() else None]
+        )
+        sandbox = self.sandbox
+        alive = sandbox is not None and sandbox.agent is not None and sandbox.agent.poll() is None
+        return PodEntry(
+            namespace=self.namespace,
+            name=self.pod_name,
+            uid=self.uid,
+            node_name=str((self.pod.get("spec") or {}).get("nodeName") or ""),
+            runs_for_real=True,
+            folder=self.dir,
+            containers=containers,
+            netns=sandbox.netns if sandbox is not None and alive else None,
+        )
 
     # -- status -------------------------------------------------------------------------------
 
@@ -619,6 +655,19 @@ class ProcessRuntime:
             worker.gone.set()
         for worker in workers:
             worker.thread.join(timeout)
+        self.forwarder.shutdown()
+
+    def find_pod(self, namespace: str, name: str) -> PodEntry | None:
+        """The pod of that name this node runs, for the kubelet API (a pod being replaced under
+        the same name: the one not terminating)."""
+        with self._lock:
+            workers = [
+                w
+                for w in self._workers.values()
+                if w.namespace == namespace and w.pod_name == name and not w.gone.is_set()
+            ]
+        workers.sort(key=lambda w: bool((w.pod.get("metadata") or {}).get("deletionTimestamp")))
+        return workers[0].entry() if workers else None
 
     # -- lookups ------------------------------------------------------------------------------
 

@@ -2,34 +2,52 @@
 
 Admission: a Pending PodGroup becomes Inqueue when the cluster's free capacity (allocatable minus
 the requests of bound, unfinished pods, minus what already-admitted groups still have to place)
-covers its `spec.minResources`; groups are considered oldest first.
+covers its `spec.minResources`; groups are considered oldest first. Like Volcano's enqueue action
+this counts every node's capacity: where the pods may go is for placement to find out.
 
 Queues, as Volcano's proportion/capacity plugins treat them: a PodGroup whose Queue is not Open is
 not admitted, nor one whose `minResources` would take the queue's admitted total past its
 `capability` or `deserved` (for the resources those name).
 
-Placement: first-fit over nodes in name order. A gang's first placement is all-or-nothing: its pods
-are bound only when at least `minMember` of them (counting those already bound) fit at once;
-afterwards pods are placed one by one. Pods of the default scheduler are placed one by one.
+Placement: first-fit over nodes in name order, each node filtered as kube-scheduler filters it
+(`predicates.py`: cordon, taints and tolerations, nodeSelector and required node affinity, host
+ports, resources). A gang's first placement is all-or-nothing: its pods are bound only when at least
+`minMember` of them (counting those already bound) fit at once; afterwards pods are placed one by
+one. Pods of other schedulers (kube-scheduler's included) are left alone, but what they take from
+their nodes counts.
 
 What cannot be admitted or placed gets the `Unschedulable` condition (reason NotEnoughResources,
 saying what is missing) and a Warning event, as Volcano's gang plugin writes them; an admitted
-gang gets `Scheduled`. Each Queue's status (state, allocated, PodGroups per phase) is recomputed.
+gang gets `Scheduled`. A pod left waiting gets `PodScheduled: False` with kube-scheduler's message
+(`0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`) and a
+FailedScheduling event. Each Queue's status (state, allocated, PodGroups per phase) is recomputed.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from localcluster.simulator.predicates import (
+    HostPort,
+    NodeFacts,
+    Placement,
+    fit_error,
+    fit_failures,
+    read_host_ports,
+    read_node_selector,
+    read_required_terms,
+    read_taints,
+    read_tolerations,
+)
 from localcluster.simulator.resources import (
     Resources,
     add,
     clamp_at_zero,
-    covers,
     parse_resources,
     pod_requests,
     subtract,
@@ -37,7 +55,6 @@ from localcluster.simulator.resources import (
 from shared.labels import POD_GROUP_KEY
 
 GANG_SCHEDULER = "volcano"
-DEFAULT_SCHEDULERS = frozenset({"", "default-scheduler"})
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 PENDING = "Pending"
 INQUEUE = "Inqueue"
@@ -48,41 +65,11 @@ SCHEDULED = "Scheduled"
 NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 GANG_READY = "tasks in gang are ready to be scheduled"
 QUEUE_COUNTED_PHASES = ("pending", "running", "inqueue", "unknown", "completed")
-
-
-@dataclass(frozen=True)
-class NodeView:
-    name: str
-    allocatable: Resources
-    labels: Mapping[str, str] = field(default_factory=dict)
-    schedulable: bool = True
-
-
-@dataclass(frozen=True)
-class PodView:
-    namespace: str
-    name: str
-    requests: Resources
-    node_name: str = ""
-    phase: str = PENDING
-    scheduler_name: str = ""
-    group: str = ""
-    node_selector: Mapping[str, str] = field(default_factory=dict)
-    terminating: bool = False
-    created: str = ""
-
-    @property
-    def finished(self) -> bool:
-        return self.phase in FINISHED_PHASES
-
-    @property
-    def occupies_node(self) -> bool:
-        """Bound and not finished: its requests are taken from the node (terminating ones too)."""
-        return bool(self.node_name) and not self.finished
-
-    @property
-    def waiting(self) -> bool:
-        return not self.node_name and not self.terminating and self.phase in ("", PENDING)
+POD_SCHEDULED = "PodScheduled"
+# The PodScheduled reason Volcano gives a waiting pod that fits now while its gang does not.
+SCHEDULABLE = "Schedulable"
+# The event reason of a pod left waiting, kube-scheduler's and Volcano's alike.
+FAILED_SCHEDULING = "FailedScheduling"
 
 
 @dataclass(frozen=True)
@@ -111,6 +98,57 @@ class Condition:
         if self.last_transition_time:
             out["lastTransitionTime"] = self.last_transition_time
         return out
+
+
+@dataclass(frozen=True)
+class NodeView(NodeFacts):
+    allocatable: Resources = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodView(Placement):
+    namespace: str
+    name: str
+    uid: str = ""
+    node_name: str = ""
+    phase: str = PENDING
+    scheduler_name: str = ""
+    group: str = ""
+    terminating: bool = False
+    # spec.schedulingGates: no scheduler considers the pod until they are removed.
+    gated: bool = False
+    created: str = ""
+    # The pod's PodScheduled condition as stored, to write only what changed.
+    scheduled: Condition | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in FINISHED_PHASES
+
+    @property
+    def occupies_node(self) -> bool:
+        """Bound and not finished: its requests are taken from the node (terminating ones too)."""
+        return bool(self.node_name) and not self.finished
+
+    @property
+    def waiting(self) -> bool:
+        return (
+            not self.node_name
+            and not self.terminating
+            and not self.gated
+            and self.phase in ("", PENDING)
+        )
+
+    @property
+    def task_status(self) -> str:
+        """The pod's task status as Volcano's scheduler counts it."""
+        if self.phase in ("", PENDING):
+            if self.terminating:
+                return "Releasing"
+            return "Bound" if self.node_name else PENDING
+        if self.phase == RUNNING:
+            return "Releasing" if self.terminating else RUNNING
+        return self.phase if self.phase in FINISHED_PHASES else "Unknown"
 
 
 @dataclass(frozen=True)
@@ -150,6 +188,20 @@ class PodGroupEvent:
     name: str
     reason: str
     message: str
+
+
+@dataclass(frozen=True)
+class PodSchedulingFailure:
+    """A waiting pod's `PodScheduled: False` condition, and the FailedScheduling event saying so."""
+
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+    message: str
+
+    def condition(self) -> Condition:
+        return Condition(POD_SCHEDULED, "False", self.reason, self.message)
 
 
 @dataclass(frozen=True)
@@ -194,41 +246,68 @@ class Decisions:
     podgroup_status: tuple[PodGroupStatus, ...] = ()
     events: tuple[PodGroupEvent, ...] = ()
     queue_status: tuple[QueueStatus, ...] = ()
+    unschedulable_pods: tuple[PodSchedulingFailure, ...] = ()
 
 
 # -- views of wire objects -------------------------------------------------------------------
 
 
 def node_view(node: Mapping[str, Any]) -> NodeView:
+    """The node as the scheduler sees it. Readiness is not read: the node lifecycle controller
+    taints a node that is not Ready (`node.kubernetes.io/not-ready`, `…/unreachable`), and the
+    taints keep pods away, as for kube-scheduler and Volcano."""
     metadata = node.get("metadata") or {}
+    spec = node.get("spec") or {}
     status = node.get("status") or {}
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
     return NodeView(
         name=str(metadata.get("name", "")),
+        labels={str(k): str(v) for k, v in (metadata.get("labels") or {}).items()},
+        taints=read_taints(spec),
+        unschedulable=bool(spec.get("unschedulable", False)),
         allocatable=parse_resources(status.get("allocatable") or status.get("capacity")),
-        labels=dict(metadata.get("labels") or {}),
-        schedulable=ready and not (node.get("spec") or {}).get("unschedulable", False),
+    )
+
+
+def _condition_view(raw: Mapping[str, Any]) -> Condition:
+    return Condition(
+        type=str(raw.get("type") or ""),
+        status=str(raw.get("status") or ""),
+        reason=str(raw.get("reason") or ""),
+        message=str(raw.get("message") or ""),
+        last_transition_time=str(raw.get("lastTransitionTime") or ""),
     )
 
 
 def pod_view(pod: Mapping[str, Any]) -> PodView:
     metadata = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
     annotations = metadata.get("annotations") or {}
+    scheduled = next(
+        (
+            _condition_view(c)
+            for c in status.get("conditions") or []
+            if isinstance(c, Mapping) and c.get("type") == POD_SCHEDULED
+        ),
+        None,
+    )
     return PodView(
         namespace=str(metadata.get("namespace", "")),
         name=str(metadata.get("name", "")),
+        uid=str(metadata.get("uid") or ""),
         requests=pod_requests(spec),
+        node_selector=read_node_selector(spec),
+        required_terms=read_required_terms(spec),
+        tolerations=read_tolerations(spec),
+        host_ports=read_host_ports(spec),
         node_name=str(spec.get("nodeName") or ""),
-        phase=str((pod.get("status") or {}).get("phase") or PENDING),
+        phase=str(status.get("phase") or PENDING),
         scheduler_name=str(spec.get("schedulerName") or ""),
         group=str(annotations.get(POD_GROUP_KEY) or ""),
-        node_selector=dict(spec.get("nodeSelector") or {}),
         terminating=bool(metadata.get("deletionTimestamp")),
+        gated=bool(spec.get("schedulingGates")),
         created=str(metadata.get("creationTimestamp") or ""),
+        scheduled=scheduled,
     )
 
 
@@ -248,15 +327,7 @@ def podgroup_view(podgroup: Mapping[str, Any]) -> PodGroupView:
         created=str(metadata.get("creationTimestamp") or ""),
         queue=str(spec.get("queue") or "default"),
         conditions=tuple(
-            Condition(
-                type=str(c.get("type") or ""),
-                status=str(c.get("status") or ""),
-                reason=str(c.get("reason") or ""),
-                message=str(c.get("message") or ""),
-                last_transition_time=str(c.get("lastTransitionTime") or ""),
-            )
-            for c in status.get("conditions") or []
-            if isinstance(c, Mapping)
+            _condition_view(c) for c in status.get("conditions") or [] if isinstance(c, Mapping)
         ),
     )
 
@@ -281,42 +352,60 @@ def natural_key(name: str) -> tuple[Any, ...]:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
 
 
-def _free_per_node(
-    nodes: Sequence[NodeView], pods: Iterable[PodView]
-) -> dict[str, dict[str, Decimal]]:
-    free = {node.name: dict(node.allocatable) for node in nodes}
-    for pod in pods:
-        if pod.occupies_node and pod.node_name in free:
-            free[pod.node_name] = subtract(free[pod.node_name], pod.requests)
-    return free
+@dataclass
+class _Capacity:
+    """What is left on each node: resources, and the host ports bound pods hold."""
+
+    free: dict[str, dict[str, Decimal]]
+    ports: dict[str, list[HostPort]]
+
+    @classmethod
+    def of(cls, nodes: Sequence[NodeView], pods: Iterable[PodView]) -> _Capacity:
+        capacity = cls({n.name: dict(n.allocatable) for n in nodes}, {n.name: [] for n in nodes})
+        for pod in pods:
+            if pod.occupies_node and pod.node_name in capacity.free:
+                capacity.take(pod, pod.node_name)
+        return capacity
+
+    def copy(self) -> _Capacity:
+        return _Capacity(
+            {name: dict(left) for name, left in self.free.items()},
+            {name: list(held) for name, held in self.ports.items()},
+        )
+
+    def take(self, pod: PodView, node: str) -> None:
+        self.free[node] = subtract(self.free[node], pod.requests)
+        self.ports[node].extend(pod.host_ports)
 
 
 def _first_fit(
-    pod: PodView, nodes: Sequence[NodeView], free: Mapping[str, Resources]
-) -> str | None:
+    pod: PodView, nodes: Sequence[NodeView], capacity: _Capacity
+) -> tuple[str | None, str]:
+    """The first node the pod fits on, or None and kube-scheduler's message saying why not."""
+    failures = []
     for node in nodes:
-        if not node.schedulable:
-            continue
-        if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
-            continue
-        if covers(free[node.name], pod.requests):
-            return node.name
-    return None
+        reasons = fit_failures(pod, node, capacity.free[node.name], capacity.ports[node.name])
+        if not reasons:
+            return node.name, ""
+        failures.append(reasons)
+    return None, fit_error(len(nodes), failures)
 
 
 def _place(
-    pods: Sequence[PodView],
-    nodes: Sequence[NodeView],
-    free: dict[str, dict[str, Decimal]],
-) -> list[Binding]:
-    """First-fit each pod in turn, taking the capacity from `free` as it goes."""
+    pods: Sequence[PodView], nodes: Sequence[NodeView], capacity: _Capacity
+) -> tuple[list[Binding], list[tuple[PodView, str]]]:
+    """First-fit each pod in turn, taking from `capacity` as it goes: the bindings, and each pod
+    that fits nowhere with the reason."""
     placed = []
+    unfit = []
     for pod in pods:
-        node = _first_fit(pod, nodes, free)
-        if node is not None:
-            free[node] = subtract(free[node], pod.requests)
+        node, why = _first_fit(pod, nodes, capacity)
+        if node is None:
+            unfit.append((pod, why))
+        else:
+            capacity.take(pod, node)
             placed.append(Binding(pod.namespace, pod.name, node))
-    return placed
+    return placed, unfit
 
 
 def _shortfall(available: Resources, wanted: Resources, where: str) -> str | None:
@@ -359,7 +448,7 @@ def _admissions(
     """The groups admitted now, and why each pending group that was not is refused.
 
     `queues` is None when the queues are not known yet (no queue rules apply then)."""
-    available = add(*(clamp_at_zero(free[n.name]) for n in nodes if n.schedulable))
+    available = add(*(clamp_at_zero(free[n.name]) for n in nodes))
     used: dict[str, dict[str, Decimal]] = {}
     for group in podgroups:
         if group.admitted and group.phase in (INQUEUE, RUNNING):
@@ -462,6 +551,55 @@ def _queue_status(
     return status
 
 
+def _histogram(counts: Mapping[str, int]) -> str:
+    """`2 Pending, 3 minAvailable`: count and name, sorted as text (as Volcano sorts them)."""
+    return ", ".join(sorted(f"{count} {name}" for name, count in counts.items() if count))
+
+
+def _gang_summary(
+    group: PodGroupView,
+    pods: Sequence[PodView],
+    fitting: set[str],
+    origin: tuple[PodView, str] | None = None,
+) -> str:
+    """Volcano's gang message: how many tasks short of minAvailable the gang is, its tasks per
+    status, why each pending one waits, and the first pod's fit error."""
+    ready_statuses = ("Bound", RUNNING, "Succeeded")
+    ready = sum(1 for p in pods if p.task_status in ready_statuses)
+    statuses = Counter(p.task_status for p in pods)
+    statuses["minAvailable"] = group.min_member
+    pending = Counter(
+        SCHEDULABLE if p.name in fitting else UNSCHEDULABLE
+        for p in pods
+        if p.task_status == PENDING
+    )
+    unready = max(group.min_member - ready - len(fitting), 0)
+    message = (
+        f"{unready}/{len(pods)} tasks in gang unschedulable: "
+        f"pod group is not ready, {_histogram(statuses)}"
+    )
+    if pending:
+        message += f"; {PENDING}: {_histogram(pending)}"
+    if origin is not None:
+        pod, why = origin
+        message += f". Origin reason is {pod.name}: {why}"
+    return message
+
+
+def _failures(
+    pods: Iterable[PodView], reason: str, message: str | Mapping[str, str]
+) -> list[PodSchedulingFailure]:
+    """The PodScheduled condition to write for each pod whose stored one says something else
+    (`message` is one for all, or per pod name)."""
+    failures = []
+    for pod in pods:
+        text = message if isinstance(message, str) else message[pod.name]
+        failure = PodSchedulingFailure(pod.namespace, pod.name, pod.uid, reason, text)
+        if pod.scheduled is None or not pod.scheduled.same(failure.condition()):
+            failures.append(failure)
+    return failures
+
+
 def schedule(
     nodes: Sequence[NodeView],
     pods: Sequence[PodView],
@@ -477,7 +615,7 @@ def schedule(
     written."""
     ordered_nodes = sorted(nodes, key=lambda n: natural_key(n.name))
     ordered_groups = sorted(podgroups, key=lambda g: (g.created, g.namespace, g.name))
-    free = _free_per_node(ordered_nodes, pods)
+    capacity = _Capacity.of(ordered_nodes, pods)
 
     members: dict[tuple[str, str], list[PodView]] = {}
     for pod in pods:
@@ -485,40 +623,59 @@ def schedule(
             members.setdefault((pod.namespace, pod.group), []).append(pod)
 
     queue_map = None if queues is None else {q.name: q for q in queues}
-    admitted, refused = _admissions(ordered_groups, members, ordered_nodes, free, queue_map)
+    admitted, refused = _admissions(
+        ordered_groups, members, ordered_nodes, capacity.free, queue_map
+    )
     admitted_set = set(admitted)
     groups = {(g.namespace, g.name): g for g in ordered_groups}
 
     # Units of placement, oldest first: a whole gang, or a single pod.
     units: list[tuple[str, int, list[PodView], tuple[str, str] | None]] = []
+    failures: list[PodSchedulingFailure] = []
     for key, group in groups.items():
         waiting = [
             p for p in members.get(key, ()) if p.waiting and p.scheduler_name == scheduler_name
         ]
-        if waiting and (group.admitted or key in admitted_set):
+        if not waiting:
+            continue
+        if group.admitted or key in admitted_set:
             already = sum(1 for p in members.get(key, ()) if p.node_name and p.phase != "Failed")
             waiting.sort(key=lambda p: (p.created, natural_key(p.name)))
             units.append((group.created, max(group.min_member - already, 1), waiting, key))
+        else:
+            failures += _failures(waiting, UNSCHEDULABLE, _gang_summary(group, members[key], set()))
     for pod in pods:
-        if not pod.waiting:
-            continue
-        lone_gang_pod = pod.scheduler_name == scheduler_name and not pod.group
-        if lone_gang_pod or pod.scheduler_name in DEFAULT_SCHEDULERS:
+        if pod.waiting and pod.scheduler_name == scheduler_name and not pod.group:
             units.append((pod.created, 1, [pod], None))
     units.sort(key=lambda unit: unit[0])
 
     bindings: list[Binding] = []
     for _, needed, candidates, gang_key in units:
-        trial = {name: dict(amount) for name, amount in free.items()}
-        placed = _place(candidates, ordered_nodes, trial)
+        if len(candidates) < needed:
+            continue  # a gang whose pods are still being created waits for them, quietly
+        trial = capacity.copy()
+        placed, unfit = _place(candidates, ordered_nodes, trial)
+        failures += _failures(
+            [pod for pod, _ in unfit], UNSCHEDULABLE, {pod.name: why for pod, why in unfit}
+        )
         if len(placed) >= needed:
-            free = trial
+            capacity = trial
             bindings.extend(placed)
         elif gang_key is not None:
-            refused[gang_key] = (
-                f"{len(candidates) - len(placed)}/{len(candidates)} tasks in gang unschedulable: "
-                f"pod group is not ready, {groups[gang_key].min_member} minAvailable, "
-                f"only {len(placed)} of the {needed} still needed fit on the nodes"
+            # Volcano keeps none of a gang's allocations when fewer than minMember fit.
+            fitting = {b.pod: b.node for b in placed}
+            refused[gang_key] = _gang_summary(
+                groups[gang_key], members[gang_key], set(fitting), unfit[0]
+            )
+            failures += _failures(
+                [pod for pod in candidates if pod.name in fitting],
+                SCHEDULABLE,
+                {
+                    pod: f"Pod {binding.namespace}/{pod} can possibly be assigned to "
+                    f"{binding.node}, once minAvailable is satisfied"
+                    for binding in placed
+                    for pod in (binding.pod,)
+                },
             )
 
     statuses: list[PodGroupStatus] = []
@@ -558,4 +715,5 @@ def schedule(
         podgroup_status=tuple(changed),
         events=tuple(events),
         queue_status=tuple(queue_updates),
+        unschedulable_pods=tuple(failures),
     )

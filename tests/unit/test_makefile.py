@@ -28,5 +28,5 @@ def test_install_shows_progress_and_installs_both_distributions() -> None:
 
 
 def test_demo_and_tools_announce_themselves() -> None:
-    for target in ("demo", "tools"):
+    for target in ("demo", "tools", "cluster"):
         assert recipe(target)[0].startswith('@echo "==> '), target

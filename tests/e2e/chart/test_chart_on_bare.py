@@ -22,15 +22,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from cryptography import x509
 
 from localcluster import testing
-from localcluster.apiserver.audit import read_audit_log
-from localcluster.leastprivilege import chart_grants, refused, unused_grants
-from localcluster.testing import LocalCluster, running_cluster, vcjob_executable
-from localcluster.tools import PROJECT_ROOT
+from localcluster.leastprivilege import chart_grants, read_audit_log, refused, unused_grants
+from localcluster.testing import (
+    LocalCluster,
+    free_port,
+    running_cluster,
+    tools_env,
+    vcjob_executable,
+)
+from localcluster.tools import PROJECT_ROOT, tool_path
 from shared import certgen
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -128,11 +134,53 @@ def test_install_runs_the_chart_processes(installed: LocalCluster) -> None:
     for pod in pods:
         status = pod["status"]["containerStatuses"][0]
         assert status["ready"] and status["containerID"].startswith("vcjob://"), pod["metadata"]
-        assert pod["status"]["podIP"].startswith("127.")
+        assert pod["status"]["podIP"].startswith("10.244.")
     logs = installed.kubectl("logs", "-n", NAMESPACE, "deploy/vcjob-controller", "--tail", "50")
     assert "leadership acquired" in logs.stdout
     mutating = kubectl_json(installed, "mutatingwebhookconfiguration", "vcjob-mutating-webhook")
     assert mutating["webhooks"][0]["clientConfig"].get("caBundle")
+
+
+def test_logs_exec_and_port_forward_reach_the_chart_pods_through_the_api_server(
+    installed: LocalCluster,
+) -> None:
+    """kube-apiserver proxies these to the node agent's kubelet API, as to any kubelet."""
+    logs = installed.kubectl("logs", "-n", NAMESPACE, "deploy/vcjob-webhook", "--tail", "200")
+    assert "webhook serving" in logs.stdout
+    version = installed.kubectl("exec", "-n", NAMESPACE, "deploy/vcjob-webhook", "--",
+                                "vcjob", "--version")  # fmt: skip
+    assert "version" in version.stdout
+    kubectl = str(tool_path("kubectl"))
+    base = [kubectl, "--kubeconfig", str(installed.kubeconfig), "-n", NAMESPACE]
+    follow = subprocess.Popen(
+        [*base, "logs", "-f", "deploy/vcjob-controller", "--tail", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=tools_env(),
+    )  # fmt: skip
+    try:
+        assert follow.stdout is not None
+        assert follow.stdout.readline(), "kubectl logs -f printed nothing"
+        assert follow.poll() is None, "kubectl logs -f should keep following"
+    finally:
+        follow.kill()
+        follow.wait(10)
+    local = free_port()
+    forward = subprocess.Popen(
+        [*base, "port-forward", "svc/vcjob-webhook", f"{local}:9443"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=tools_env(),
+    )  # fmt: skip
+    try:
+        assert forward.stdout is not None
+        assert "Forwarding from" in forward.stdout.readline()
+        # The webhook's own TLS port: its admission paths take only POST.
+        answer = httpx.get(
+            f"https://127.0.0.1:{local}/validate-batch-volcano-sh-v1alpha1-job",
+            verify=False,  # noqa: S501 - the serving certificate names the Service, not 127.0.0.1
+            timeout=10,
+        )
+        assert answer.status_code == 405
+    finally:
+        forward.kill()
+        forward.wait(10)
 
 
 def test_controller_may_not_read_secrets(installed: LocalCluster) -> None:

@@ -134,7 +134,8 @@ def test_a_second_up_in_the_same_folder_is_refused(cluster: LocalCluster) -> Non
 
 def test_sigterm_stops_every_child(cluster: LocalCluster) -> None:
     pids = cluster.component_pids()
-    assert {"apiserver", "webhook", "simulator"} <= set(pids)
+    components = {"etcd", "kube-apiserver", "kube-controller-manager", "webhook", "simulator"}
+    assert components <= set(pids)
     cluster.process.send_signal(signal.SIGTERM)
     assert cluster.process.wait(30) == 0
     deadline = time.monotonic() + 5

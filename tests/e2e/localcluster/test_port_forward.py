@@ -1,5 +1,6 @@
-"""`kubectl port-forward` to a pod that really runs: kubectl 1.31 tunnels SPDY/3.1 in a WebSocket
-to the local API server, which connects to the pod IP. Every wait is bounded."""
+"""`kubectl port-forward` to a pod that really runs: kubectl tunnels its streams to
+kube-apiserver, which speaks SPDY/3.1 to the node agent's kubelet API, which connects inside the
+pod's network namespace. Every wait is bounded."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def log_message(self, *args):
         pass
-http.server.HTTPServer(("127.0.0.1", 8080), Handler).serve_forever()
+http.server.HTTPServer(("", 8080), Handler).serve_forever()
 """
 
 # Counts what a connection sends until the client half-closes it, then answers the count.
@@ -44,7 +45,7 @@ COUNTER = """
 import socket
 server = socket.socket()
 server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-server.bind(("127.0.0.1", 8080))
+server.bind(("", 8080))
 server.listen()
 while True:
     conn, _ = server.accept()
@@ -158,10 +159,10 @@ def test_port_forward_to_a_closed_port_reports_on_the_error_stream(cluster: Loca
         with pytest.raises(httpx.HTTPError):
             httpx.get(f"http://127.0.0.1:{local}/", timeout=10)
         deadline = time.monotonic() + WAIT
-        while not any("connection refused" in line for line in lines):
+        while not any("failed to connect to localhost:9999" in line for line in lines):
             assert time.monotonic() < deadline, "".join(lines)
             time.sleep(0.1)
-        assert any("error forwarding port 9999 to pod web" in line for line in lines)
+        assert any("error forwarding port 9999 to pod" in line for line in lines)
     finally:
         stop(process)
 
@@ -171,7 +172,7 @@ def test_a_simulated_pod_is_refused_with_a_reason(cluster: LocalCluster) -> None
     wait_ready(cluster, "sim")
     result = cluster.kubectl("port-forward", "pod/sim", f"{free_port()}:8080", check=False)
     assert result.returncode != 0
-    assert "pod sim is simulated" in result.stdout + result.stderr
+    assert "pod default/sim is simulated" in result.stdout + result.stderr
 
 
 def test_port_forward_needs_create_on_pods_portforward(cluster: LocalCluster) -> None:

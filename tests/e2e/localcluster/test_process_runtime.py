@@ -1,6 +1,6 @@
 """Pods that really run (`vcjob local up --bare --run-image python=python`): their own network
-namespaces, probes, logs, restarts with back-off, graceful termination, Secret volumes kept
-current, and Services routed to ready endpoints. Every wait is bounded."""
+namespaces and addresses, probes, logs, restarts with back-off, graceful termination, Secret
+volumes kept current, and Services routed to ready endpoints. Every wait is bounded."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from localcluster import testing
+from localcluster.simulator import podnet
 from localcluster.simulator.runtime import runtime_available
 from localcluster.testing import LocalCluster, running_cluster
 
@@ -35,7 +36,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 print("serving", name, flush=True)
-http.server.HTTPServer(("127.0.0.1", 8080), Handler).serve_forever()
+http.server.HTTPServer(("", 8080), Handler).serve_forever()  # every address of the pod
 """
 
 CRASHER = """
@@ -92,6 +93,10 @@ def container_status(cluster: LocalCluster, name: str) -> dict[str, Any]:
     return dict(statuses[0])
 
 
+def container_ready(cluster: LocalCluster, name: str) -> bool:
+    return container_status(cluster, name).get("ready") is True
+
+
 def test_two_pods_serve_the_same_port_behind_a_service(cluster: LocalCluster) -> None:
     cluster.kubectl("create", "secret", "generic", "shared", "--from-literal=value=one")
     volume = {"volumes": [{"name": "s", "secret": {"secretName": "shared"}}]}
@@ -105,13 +110,11 @@ def test_two_pods_serve_the_same_port_behind_a_service(cluster: LocalCluster) ->
         cluster.kubectl("create", "-f", "-", input=manifest)
     cluster.kubectl("create", "service", "clusterip", "web", "--tcp=80:8080")  # selects app=web
     for name in ("web-a", "web-b"):
-        wait_for(
-            f"{name} ready", lambda name=name: container_status(cluster, name).get("ready") is True
-        )
+        wait_for(f"{name} ready", functools.partial(container_ready, cluster, name))
     addresses = {}
     for name in ("web-a", "web-b"):
         ip = get(cluster, "pod", name)["status"]["podIP"]
-        assert ip.startswith("127.") and ip != "127.0.0.1"
+        assert podnet.is_real_pod_address(ip), ip
         assert httpx.get(f"http://{ip}:8080/", timeout=5).text == f"{name}:one"
         addresses[name] = ip
 

@@ -57,7 +57,7 @@ def test_vcjob_wheel_has_no_local_cluster_and_lean_dependencies(wheels: dict[str
 def test_localcluster_wheel_holds_the_package_and_the_command(wheels: dict[str, Path]) -> None:
     names, meta, points = _metadata(wheels["vcjob_localcluster"])
     assert "localcluster/__init__.py" in names
-    assert "localcluster/apiserver/__main__.py" in names
+    assert "localcluster/simulator/__main__.py" in names
     assert not [n for n in names if n.startswith(("shared/", "webhook/", "controller/"))]
     assert "local = localcluster.cli:local_group" in points
     assert "vcjob==0.1.0" in (meta.get_all("Requires-Dist") or [])

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from localcluster.simulator.client import PODGROUPS, PODS, KubeClient
+from localcluster.simulator.client import PODGROUPS, PODS, ApiError, KubeClient
 from localcluster.testing import LocalCluster, running_cluster
 
 WAIT = 20.0
@@ -99,7 +99,7 @@ def test_pod_succeeds_after_its_runtime(client: KubeClient, namespace: str) -> N
     assert running["spec"]["nodeName"] in ("node-1", "node-2")
     status = running["status"]
     assert status["podIP"].startswith("10.244.")
-    assert status["hostIP"].startswith("172.18.0.")
+    assert status["hostIP"] == "127.0.0.1"
     assert status["startTime"]
     done = wait_for(
         lambda: client.get(PODS, "ok", namespace), lambda p: phase_of(p) == "Succeeded", "success"
@@ -247,4 +247,26 @@ def test_official_client_sees_the_simulated_nodes(cluster: LocalCluster) -> None
 def test_cluster_path_layout(cluster: LocalCluster) -> None:
     state = cluster.state
     assert Path(state["kubeconfig"]) == cluster.kubeconfig.resolve()
-    assert set(state["components"]) >= {"apiserver", "simulator"}
+    assert set(state["components"]) >= {"etcd", "kube-apiserver", "simulator"}
+
+
+def test_a_uid_precondition_spares_a_pod_created_again_under_the_same_name(
+    client: KubeClient, namespace: str
+) -> None:
+    """The kubelet's final delete names the pod's UID: a pod re-created under the same name is
+    not the one it stopped, and kube-apiserver refuses to delete it."""
+    created = client.create(
+        PODS, make_pod("same", annotations={"sim.vcjob.io/runtime": "1h"}), namespace
+    )
+    with pytest.raises(ApiError) as refused:
+        client.delete(
+            PODS, "same", namespace, grace_period_seconds=0, uid="not-" + created["metadata"]["uid"]
+        )
+    assert refused.value.code == 409
+    assert client.get(PODS, "same", namespace)["metadata"]["uid"] == created["metadata"]["uid"]
+    client.delete(PODS, "same", namespace, grace_period_seconds=0, uid=created["metadata"]["uid"])
+    wait_for(
+        lambda: client.list(PODS, namespace, params={"fieldSelector": "metadata.name=same"}),
+        lambda listing: not listing["items"],
+        "the pod to be gone",
+    )

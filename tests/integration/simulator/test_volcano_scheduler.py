@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from localcluster.simulator.client import EVENTS, PODGROUPS, PODS, QUEUES, ApiError, KubeClient
+from localcluster.simulator.client import (
+    EVENTS,
+    NODES,
+    PODGROUPS,
+    PODS,
+    QUEUES,
+    ApiError,
+    KubeClient,
+)
 from localcluster.testing import LocalCluster, running_cluster
 from tests.integration.simulator.test_simulator import make_pod, phase_of, wait_for
 
@@ -151,3 +159,55 @@ def test_queue_status_tracks_allocated_and_phases(client: KubeClient, namespace:
     )
     assert status["state"] == "Open"
     assert status["allocated"]["pods"] == "1"
+
+
+def test_a_gang_with_a_member_no_node_accepts_binds_none_of_them(
+    client: KubeClient, namespace: str
+) -> None:
+    group = podgroup("pair", cpu="1")
+    group["spec"]["minMember"] = 2
+    client.create(PODGROUPS, group, namespace)
+    free = make_pod("free", cpu="500m", scheduler="volcano", group="pair")
+    picky = make_pod("picky", cpu="500m", scheduler="volcano", group="pair")
+    picky["spec"]["nodeSelector"] = {"disktype": "nvme"}
+    client.create(PODS, free, namespace)
+    client.create(PODS, picky, namespace)
+    refused = wait_for(
+        lambda: client.get(PODGROUPS, "pair", namespace),
+        lambda g: "Origin reason" in condition(g, "Unschedulable").get("message", ""),
+        "the gang's Unschedulable condition",
+    )
+    assert phase_of(refused) == "Inqueue"
+    assert condition(refused, "Unschedulable")["message"] == (
+        "1/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; "
+        "Pending: 1 Schedulable, 1 Unschedulable. Origin reason is picky: 0/1 nodes are "
+        "available: 1 node(s) didn't match Pod's node affinity/selector."
+    )
+    pods = wait_for(
+        lambda: [client.get(PODS, name, namespace) for name in ("free", "picky")],
+        lambda found: all(condition(p, "PodScheduled").get("status") == "False" for p in found),
+        "both pods' PodScheduled conditions",
+    )
+    reasons = {p["metadata"]["name"]: condition(p, "PodScheduled")["reason"] for p in pods}
+    assert reasons == {"free": "Schedulable", "picky": "Unschedulable"}
+    assert not any(p["spec"].get("nodeName") for p in pods)
+    events = wait_for(
+        lambda: client.list(EVENTS, namespace)["items"],
+        lambda items: any(e["reason"] == "FailedScheduling" for e in items),
+        "the FailedScheduling event",
+    )
+    failed = next(e for e in events if e["reason"] == "FailedScheduling")
+    assert failed["type"] == "Warning"
+    assert failed["involvedObject"]["kind"] == "Pod"
+    assert failed["source"]["component"] == "volcano"
+    # The node gets the label: the whole gang goes, at once.
+    client.patch(NODES, "node-1", {"metadata": {"labels": {"disktype": "nvme"}}})
+    try:
+        bound = wait_for(
+            lambda: [client.get(PODS, name, namespace) for name in ("free", "picky")],
+            lambda found: all(p["spec"].get("nodeName") == "node-1" for p in found),
+            "the gang to be bound",
+        )
+        assert all(condition(p, "PodScheduled")["status"] == "True" for p in bound)
+    finally:
+        client.patch(NODES, "node-1", {"metadata": {"labels": {"disktype": None}}})

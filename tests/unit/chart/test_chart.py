@@ -536,9 +536,13 @@ def test_webhook_deployment_is_highly_available() -> None:
     assert arg_value(args, "--scheduler-name") == "volcano"
     assert arg_value(args, "--queue-check") == "on"
     service = one(docs, "Service", "vcjob-webhook")
+    # The API server calls 443; the container's own 9443 is there for `kubectl port-forward`.
     assert service["spec"]["ports"] == [
-        {"name": "https", "port": 443, "targetPort": "webhook", "protocol": "TCP"}
+        {"name": "https", "port": 443, "targetPort": "webhook", "protocol": "TCP"},
+        {"name": "webhook", "port": 9443, "targetPort": "webhook", "protocol": "TCP"},
     ]
+    same = render("webhook.service.port=9443")
+    assert [p["port"] for p in one(same, "Service", "vcjob-webhook")["spec"]["ports"]] == [9443]
 
 
 def test_scheduler_name_and_gang_schedulers_are_values() -> None:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from localcluster.leastprivilege import Grant, chart_grants, refused, unused_grants
+from localcluster.leastprivilege import (
+    Grant,
+    chart_grants,
+    read_audit_log,
+    refused,
+    unused_grants,
+)
 
 SA = "system:serviceaccount:ns:ctl"
 DOCS: list[dict[str, Any]] = [
@@ -82,3 +90,38 @@ def test_unused_and_refused() -> None:
     # pods/status is never used; the lease grant is namespaced and was used elsewhere only.
     assert unused == {("list", "pods/status"), ("delete", "pods/status"), ("get", "leases")}
     assert [r["resource"] for r in refused(records, [SA])] == ["secrets"]
+
+
+def test_audit_events_of_kube_apiserver_are_read_as_records(tmp_path: Path) -> None:
+    job = "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/j/status"
+    events = [
+        {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "stage": "ResponseStarted",
+         "verb": "watch", "requestURI": "/api/v1/pods?watch=1", "user": {"username": "x"},
+         "objectRef": {"resource": "pods"}, "requestReceivedTimestamp": "2026-01-01T00:00:00.5Z"},
+        {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "stage": "ResponseComplete",
+         "verb": "create", "requestURI": f"{job}?x=1",
+         "user": {"username": "system:serviceaccount:ns:sa", "groups": ["g"]},
+         "objectRef": {"resource": "jobs", "namespace": "ns", "name": "j",
+                       "apiGroup": "batch.volcano.sh", "subresource": "status"},
+         "responseStatus": {"code": 403},
+         "requestReceivedTimestamp": "2026-01-01T00:00:01.000002Z"},
+    ]  # fmt: skip
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    records = read_audit_log(log)
+    assert records == [
+        {
+            "timestamp": "2026-01-01T00:00:01.000002+00:00",
+            "user": "system:serviceaccount:ns:sa",
+            "groups": ["g"],
+            "verb": "create",
+            "apiGroup": "batch.volcano.sh",
+            "resource": "jobs",
+            "subresource": "status",
+            "namespace": "ns",
+            "name": "j",
+            "path": job,
+            "code": 403,
+        }
+    ]
+    assert refused(records, ["system:serviceaccount:ns:sa"]) == records

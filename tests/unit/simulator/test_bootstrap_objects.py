@@ -34,8 +34,19 @@ def test_nodes_are_named_and_sized_as_asked() -> None:
         "ephemeral-storage": "100Gi",
         "nvidia.com/gpu": "2",
     }
-    assert node_view(node).schedulable
-    assert host_ip(node) == "172.18.0.3"
+    assert node_view(node).taints == ()
+    assert host_ip(node) == "127.0.0.1"
+    assert node["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 10250}}
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.34.4"
+
+
+def test_nodes_advertise_the_kubelet_api_where_the_agent_serves_it() -> None:
+    (node,) = build_nodes(1, NodeShape(), T0, kubelet_port=31250, address="127.0.0.9")
+    assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == 31250
+    assert node["status"]["addresses"] == [
+        {"type": "InternalIP", "address": "127.0.0.9"},
+        {"type": "Hostname", "address": "node-1"},
+    ]
 
 
 def test_nodes_without_gpus_do_not_advertise_them() -> None:

@@ -57,3 +57,17 @@ def test_a_late_answer_does_not_bring_back_a_deleted_object() -> None:
     assert cache.get("ns/p") is None
     cache.observe(pod("9", "Pending"))
     assert cache.get("ns/p") == pod("9", "Pending")
+
+
+def test_a_relist_forgets_what_was_deleted_meanwhile_for_good() -> None:
+    """After a 410 Gone the reflector lists again; an answer to one of our writes that was in
+    flight must not bring back an object the list no longer has."""
+    cache = informer()
+    cache.observe(pod("5", "Running"))
+    other = {"metadata": {"namespace": "ns", "name": "q", "resourceVersion": "12"}}
+    cache.replace_all("Pod", [other])
+    assert cache.get("ns/p") is None
+    cache.observe(pod("7", "Succeeded"))
+    assert cache.get("ns/p") is None
+    cache.observe(pod("13", "Pending"))  # created again after the list
+    assert cache.get("ns/p") == pod("13", "Pending")

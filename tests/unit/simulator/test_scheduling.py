@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from localcluster.simulator.predicates import Requirement, SelectorTerm, Taint, Toleration
 from localcluster.simulator.resources import parse_resources, pod_requests
 from localcluster.simulator.scheduling import (
     Binding,
@@ -15,6 +16,7 @@ from localcluster.simulator.scheduling import (
     PodGroupEvent,
     PodGroupStatus,
     PodGroupView,
+    PodSchedulingFailure,
     PodView,
     QueueView,
     node_view,
@@ -25,8 +27,23 @@ from localcluster.simulator.scheduling import (
 )
 
 
-def node(name: str, cpu: str = "4", memory: str = "8Gi", **extra: str) -> NodeView:
-    return NodeView(name, parse_resources({"cpu": cpu, "memory": memory, "pods": "110", **extra}))
+def node(
+    name: str,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    *,
+    labels: dict[str, str] | None = None,
+    taints: tuple[Taint, ...] = (),
+    unschedulable: bool = False,
+    extra: dict[str, str] | None = None,
+) -> NodeView:
+    return NodeView(
+        name,
+        labels=labels or {},
+        taints=taints,
+        unschedulable=unschedulable,
+        allocatable=parse_resources({"cpu": cpu, "memory": memory, "pods": "110", **(extra or {})}),
+    )
 
 
 def pod(
@@ -38,16 +55,25 @@ def pod(
     phase: str = "Pending",
     scheduler: str = "volcano",
     created: str = "2026-01-01T00:00:00Z",
-    **extra: str,
+    selector: dict[str, str] | None = None,
+    terms: tuple[SelectorTerm, ...] | None = None,
+    tolerations: tuple[Toleration, ...] = (),
+    gated: bool = False,
+    extra: dict[str, str] | None = None,
 ) -> PodView:
     return PodView(
         namespace="ns",
         name=name,
-        requests={**parse_resources({"cpu": cpu, **extra}), "pods": Decimal(1)},
+        uid=f"uid-{name}",
+        requests={**parse_resources({"cpu": cpu, **(extra or {})}), "pods": Decimal(1)},
+        node_selector=selector or {},
+        required_terms=terms,
+        tolerations=tolerations,
         node_name=on,
         phase=phase,
         scheduler_name=scheduler,
         group=group,
+        gated=gated,
         created=created,
     )
 
@@ -73,6 +99,8 @@ def gang(
 def bound(decisions_bind: tuple[Binding, ...]) -> dict[str, str]:
     return {b.pod: b.node for b in decisions_bind}
 
+
+NOT_READY = Taint("node.kubernetes.io/not-ready", "NoSchedule")
 
 ADMISSION_CASES = [
     pytest.param(
@@ -205,11 +233,18 @@ PLACEMENT_CASES = [
         id="a group admitted in this round is placed in the same round",
     ),
     pytest.param(
-        [node("n1", cpu="1")],
+        [node("n1", cpu="4")],
         [pod("a", scheduler="default-scheduler"), pod("b", scheduler="")],
         [],
-        {"a": "n1"},
-        id="default-scheduler pods are placed one by one without a gang",
+        {},
+        id="default-scheduler pods are left to kube-scheduler",
+    ),
+    pytest.param(
+        [node("n1", cpu="4")],
+        [pod("k", cpu="3", scheduler="default-scheduler", on="n1"), pod("a", cpu="2")],
+        [],
+        {},
+        id="what kube-scheduler bound counts against the node",
     ),
     pytest.param(
         [node("n1", cpu="4")],
@@ -220,34 +255,86 @@ PLACEMENT_CASES = [
     ),
     pytest.param(
         [node("n10", cpu="1"), node("n2", cpu="1")],
-        [pod("a", scheduler="default-scheduler")],
+        [pod("a")],
         [],
         {"a": "n2"},
         id="node names sort naturally (n2 before n10)",
     ),
     pytest.param(
         [
-            node("n1", cpu="4", **{"nvidia.com/gpu": "0"}),
-            node("n2", cpu="4", **{"nvidia.com/gpu": "2"}),
+            node("n1", cpu="4", extra={"nvidia.com/gpu": "0"}),
+            node("n2", cpu="4", extra={"nvidia.com/gpu": "2"}),
         ],
-        [pod("a", group="pg", **{"nvidia.com/gpu": "2"})],
+        [pod("a", group="pg", extra={"nvidia.com/gpu": "2"})],
         [gang("pg", 1)],
         {"a": "n2"},
         id="extended resources such as nvidia.com/gpu are fitted",
     ),
     pytest.param(
-        [NodeView("n1", parse_resources({"cpu": "4", "pods": "1"}))],
-        [pod("a", scheduler=""), pod("b", scheduler="")],
+        [NodeView("n1", allocatable=parse_resources({"cpu": "4", "pods": "1"}))],
+        [pod("a"), pod("b")],
         [],
         {"a": "n1"},
         id="every pod takes one of the node's pod slots",
     ),
     pytest.param(
-        [NodeView("n1", parse_resources({"cpu": "4", "pods": "110"}), schedulable=False)],
-        [pod("a", scheduler="")],
+        [node("n1", unschedulable=True), node("n2")],
+        [pod("a")],
+        [],
+        {"a": "n2"},
+        id="a cordoned node gets no pods",
+    ),
+    pytest.param(
+        [node("n1", taints=(NOT_READY,)), node("n2")],
+        [pod("a")],
+        [],
+        {"a": "n2"},
+        id="a not-ready node (tainted by the node lifecycle controller) gets no pods",
+    ),
+    pytest.param(
+        [node("n1", taints=(Taint("dedicated", "NoSchedule", "gpu"),))],
+        [pod("a", tolerations=(Toleration("dedicated", "Equal", "gpu", "NoSchedule"),))],
+        [],
+        {"a": "n1"},
+        id="a toleration lets a pod onto a tainted node",
+    ),
+    pytest.param(
+        [node("n1"), node("n2", labels={"disk": "ssd"})],
+        [pod("a", selector={"disk": "ssd"})],
+        [],
+        {"a": "n2"},
+        id="nodeSelector picks the node",
+    ),
+    pytest.param(
+        [node("n1", labels={"zone": "a"}), node("n2", labels={"zone": "b"})],
+        [pod("a", terms=(SelectorTerm((Requirement("zone", "In", ("b",)),)),))],
+        [],
+        {"a": "n2"},
+        id="required node affinity picks the node",
+    ),
+    pytest.param(
+        [node("n1"), node("n2")],
+        [pod("a", terms=(SelectorTerm((Requirement("zone", "In", ("nowhere",)),)),))],
         [],
         {},
-        id="unschedulable or not-ready nodes get no pods",
+        id="a required node affinity no node meets binds nothing",
+    ),
+    pytest.param(
+        [node("n1"), node("n2")],
+        [
+            pod("a", group="pg"),
+            pod("b", group="pg", selector={"gpu": "yes"}),
+        ],
+        [gang("pg", 2)],
+        {},
+        id="a gang member no node accepts keeps the whole gang waiting",
+    ),
+    pytest.param(
+        [node("n1")],
+        [pod("a", gated=True)],
+        [],
+        {},
+        id="a pod with scheduling gates waits",
     ),
     pytest.param(
         [node("n1", cpu="4")],
@@ -354,8 +441,8 @@ def test_views_read_wire_objects() -> None:
             "conditions": [{"type": "Ready", "status": "True"}],
         },
     }
-    assert node_view(wire_node).schedulable
     assert node_view(wire_node).allocatable["cpu"] == Decimal(8)
+    assert node_view(wire_node).labels == {"kubernetes.io/hostname": "node-1"}
     wire_pod = {
         "metadata": {
             "namespace": "ns",
@@ -589,3 +676,146 @@ def test_queue_and_condition_views_read_wire_objects() -> None:
     )
     assert group.queue == "q"
     assert group.conditions == (Condition("Unschedulable", "True", "", "", "t"),)
+
+
+# -- why a pod waits: PodScheduled conditions and the gang's message ----------------------------
+
+
+def test_a_pod_no_node_accepts_says_why_in_kube_schedulers_words() -> None:
+    nodes = [node("n1", taints=(NOT_READY,)), node("n2"), node("n3")]
+    decisions = schedule(nodes, [pod("a", selector={"disk": "ssd"})], [])
+    assert decisions.bind == ()
+    assert decisions.unschedulable_pods == (
+        PodSchedulingFailure(
+            "ns",
+            "a",
+            "uid-a",
+            "Unschedulable",
+            "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
+            "2 node(s) didn't match Pod's node affinity/selector.",
+        ),
+    )
+
+
+def test_a_reason_already_on_the_pod_is_not_written_again() -> None:
+    message = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+    stored = Condition("PodScheduled", "False", "Unschedulable", message, "t0")
+    waiting = replace(pod("a", selector={"disk": "ssd"}), scheduled=stored)
+    assert schedule([node("n1")], [waiting], []).unschedulable_pods == ()
+    moved = replace(waiting, scheduled=replace(stored, message="older reason"))
+    assert len(schedule([node("n1")], [moved], []).unschedulable_pods) == 1
+
+
+def test_a_gang_short_of_capacity_says_what_fits_and_what_does_not() -> None:
+    pods = [pod("a", cpu="3", group="pg"), pod("b", cpu="3", group="pg")]
+    decisions = schedule([node("n1", cpu="4")], pods, [gang("pg", 2)], queues=[queue()], now=NOW)
+    assert decisions.bind == ()
+    (condition,) = decisions.podgroup_status[0].conditions
+    assert condition.message == (
+        "1/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; "
+        "Pending: 1 Schedulable, 1 Unschedulable. "
+        "Origin reason is b: 0/1 nodes are available: 1 Insufficient cpu."
+    )
+    assert decisions.events == (PodGroupEvent("ns", "pg", "Unschedulable", condition.message),)
+    assert decisions.unschedulable_pods == (
+        PodSchedulingFailure(
+            "ns", "b", "uid-b", "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu."
+        ),
+        PodSchedulingFailure(
+            "ns",
+            "a",
+            "uid-a",
+            "Schedulable",
+            "Pod ns/a can possibly be assigned to n1, once minAvailable is satisfied",
+        ),
+    )
+
+
+def test_the_pods_of_a_gang_not_admitted_wait_with_the_gang() -> None:
+    pods = [pod("a", cpu="3", group="pg"), pod("b", cpu="3", group="pg")]
+    group = PodGroupView("ns", "pg", 2, parse_resources({"cpu": "6"}), phase="Pending")
+    decisions = schedule([node("n1", cpu="4")], pods, [group], queues=[queue()], now=NOW)
+    assert decisions.admit == ()
+    summary = (
+        "2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; "
+        "Pending: 2 Unschedulable"
+    )
+    assert [(f.name, f.reason, f.message) for f in decisions.unschedulable_pods] == [
+        ("a", "Unschedulable", summary),
+        ("b", "Unschedulable", summary),
+    ]
+
+
+def test_a_gang_whose_pods_are_still_coming_waits_quietly() -> None:
+    pods = [pod("a", group="pg"), pod("b", group="pg")]
+    decisions = schedule([node("n1")], pods, [gang("pg", 3)], queues=[queue()], now=NOW)
+    assert decisions.bind == ()
+    assert decisions.unschedulable_pods == ()
+    assert all(not s.conditions for s in decisions.podgroup_status)
+
+
+def test_admission_counts_tainted_nodes_and_placement_says_why_they_refuse() -> None:
+    """Volcano's enqueue counts every node; the taint only shows when the pods are placed."""
+    tainted = [node("n1", taints=(NOT_READY,))]
+    group = pending("pg", "2")
+    decisions = schedule(
+        tainted, [pod("a", cpu="2", group="pg")], [group], queues=[queue()], now=NOW
+    )
+    assert decisions.admit == (("ns", "pg"),)
+    assert decisions.bind == ()
+    (status,) = decisions.podgroup_status
+    unschedulable = next(c for c in status.conditions if c.type == "Unschedulable")
+    assert unschedulable.message.endswith(
+        "Origin reason is a: 0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+    )
+
+
+def test_pod_view_reads_placement_rules_gates_and_the_scheduled_condition() -> None:
+    view = pod_view(
+        {
+            "metadata": {"namespace": "ns", "name": "p", "uid": "u1"},
+            "spec": {
+                "schedulerName": "volcano",
+                "nodeSelector": {"disk": "ssd"},
+                "tolerations": [{"operator": "Exists"}],
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "z", "operator": "Exists"}]}
+                            ]
+                        }
+                    }
+                },
+                "schedulingGates": [{"name": "wait"}],
+                "containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}],
+            },
+            "status": {
+                "phase": "Pending",
+                "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+                ],
+            },
+        }
+    )
+    assert (view.uid, view.node_selector, view.gated) == ("u1", {"disk": "ssd"}, True)
+    assert not view.waiting
+    assert view.tolerations == (Toleration("", "Exists"),)
+    assert view.required_terms == (SelectorTerm((Requirement("z", "Exists"),)),)
+    assert view.scheduled == Condition("PodScheduled", "False", "Unschedulable")
+    assert len(view.host_ports) == 1
+
+
+def test_node_view_reads_taints_and_the_cordon() -> None:
+    view = node_view(
+        {
+            "metadata": {"name": "n1"},
+            "spec": {
+                "unschedulable": True,
+                "taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}],
+            },
+            "status": {"allocatable": {"cpu": "1"}},
+        }
+    )
+    assert view.unschedulable
+    assert view.taints == (NOT_READY,)

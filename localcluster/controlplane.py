@@ -1,0 +1,255 @@
+"""The real Kubernetes control plane of `vcjob local up`: etcd, kube-apiserver,
+kube-controller-manager and kube-scheduler on loopback, with envtest-like settings.
+
+Pure builders (each component's arguments, the kubeconfig, the static token file) and the
+certificates and keys they need, written under `<dir>/pki`. Starting and supervising the processes
+is `up.py`'s job.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from shared import certgen
+
+CLUSTER_NAME = "vcjob-local"
+ADMIN_USER = "vcjob-admin"
+ADMIN_GROUP = "system:masters"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+# The names and addresses the API server's certificate covers: loopback, where it listens, and
+# the `kubernetes` Service's names and first address, as on any cluster.
+API_SERVER_HOSTS = (
+    "127.0.0.1",
+    "localhost",
+    "10.0.0.1",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+# Controllers that need a cloud provider or allocate node CIDRs have nothing to do here.
+DISABLED_CONTROLLERS = (
+    "cloud-node-lifecycle-controller",
+    "node-route-controller",
+    "service-lb-controller",
+    "node-ipam-controller",
+    "persistentvolume-attach-detach-controller",
+)
+
+
+@dataclass(frozen=True)
+class Pki:
+    """Where the control plane's certificates, keys and static tokens are."""
+
+    folder: Path
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.folder / "ca.crt"
+
+    @property
+    def ca_key(self) -> Path:
+        return self.folder / "ca.key"
+
+    @property
+    def serving_cert(self) -> Path:
+        return self.folder / "apiserver.crt"
+
+    @property
+    def serving_key(self) -> Path:
+        return self.folder / "apiserver.key"
+
+    @property
+    def service_account_key(self) -> Path:
+        return self.folder / "sa.key"
+
+    @property
+    def service_account_public_key(self) -> Path:
+        return self.folder / "sa.pub"
+
+    @property
+    def tokens(self) -> Path:
+        return self.folder / "tokens.csv"
+
+    @property
+    def admin_token(self) -> Path:
+        return self.folder / "admin.token"
+
+
+def write_pki(folder: Path) -> Pki:
+    """A CA, the API server's serving certificate, the service-account signing key pair and an
+    admin token. Kept when present, so a cluster restarted on the same folder (with its etcd
+    data) keeps the tokens it issued valid."""
+    pki = Pki(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not pki.ca_cert.exists() or not pki.ca_key.exists():
+        ca = certgen.issue_ca(common_name="vcjob-local-ca")
+        _write(pki.ca_cert, ca.cert_pem)
+        _write(pki.ca_key, ca.key_pem, private=True)
+    if not pki.serving_cert.exists() or not pki.serving_key.exists():
+        ca = certgen.KeyPair(pki.ca_cert.read_bytes(), pki.ca_key.read_bytes())
+        serving = certgen.issue_serving(ca, list(API_SERVER_HOSTS), days=3650)
+        _write(pki.serving_cert, serving.cert_pem)
+        _write(pki.serving_key, serving.key_pem, private=True)
+    if not pki.service_account_key.exists():
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        private = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        public = key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        _write(pki.service_account_key, private, private=True)
+        _write(pki.service_account_public_key, public)
+    if not pki.admin_token.exists():
+        _write(pki.admin_token, secrets.token_urlsafe(32).encode(), private=True)
+    token = pki.admin_token.read_text().strip()
+    _write(pki.tokens, token_file(token).encode(), private=True)
+    return pki
+
+
+def _write(path: Path, content: bytes, *, private: bool = False) -> None:
+    path.write_bytes(content)
+    path.chmod(0o600 if private else 0o644)
+
+
+def token_file(admin_token: str) -> str:
+    """kube-apiserver's `--token-auth-file`: token,user,uid,"group1,group2"."""
+    return f'{admin_token},{ADMIN_USER},{ADMIN_USER},"{ADMIN_GROUP}"\n'
+
+
+def kubeconfig_document(server: str, ca_pem: bytes, token: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": CLUSTER_NAME,
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+                },
+            }
+        ],
+        "users": [{"name": ADMIN_USER, "user": {"token": token}}],
+        "contexts": [
+            {
+                "name": CLUSTER_NAME,
+                "context": {"cluster": CLUSTER_NAME, "user": ADMIN_USER, "namespace": "default"},
+            }
+        ],
+        "current-context": CLUSTER_NAME,
+        "preferences": {},
+    }
+
+
+def etcd_args(data_dir: Path, client_port: int, peer_port: int) -> list[str]:
+    client = f"http://127.0.0.1:{client_port}"
+    peer = f"http://127.0.0.1:{peer_port}"
+    return [
+        "--name", "vcjob-local",
+        "--data-dir", str(data_dir),
+        "--listen-client-urls", client,
+        "--advertise-client-urls", client,
+        "--listen-peer-urls", peer,
+        "--initial-advertise-peer-urls", peer,
+        "--initial-cluster", f"vcjob-local={peer}",
+        "--unsafe-no-fsync",  # a throwaway local cluster: no fsync per write
+        "--log-level", "warn",
+        "--quota-backend-bytes", str(8 * 1024**3),
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ApiServerSettings:
+    port: int
+    etcd_port: int
+    pki: Pki
+    audit_log: Path | None = None
+    audit_policy: Path | None = None
+
+
+def apiserver_args(settings: ApiServerSettings) -> list[str]:
+    pki = settings.pki
+    args = [
+        "--bind-address", "127.0.0.1",
+        "--advertise-address", "127.0.0.1",
+        "--secure-port", str(settings.port),
+        "--etcd-servers", f"http://127.0.0.1:{settings.etcd_port}",
+        "--tls-cert-file", str(pki.serving_cert),
+        "--tls-private-key-file", str(pki.serving_key),
+        "--client-ca-file", str(pki.ca_cert),
+        "--token-auth-file", str(pki.tokens),
+        "--authorization-mode", "Node,RBAC",
+        "--service-account-issuer", SERVICE_ACCOUNT_ISSUER,
+        "--service-account-key-file", str(pki.service_account_public_key),
+        "--service-account-signing-key-file", str(pki.service_account_key),
+        "--service-cluster-ip-range", SERVICE_CLUSTER_IP_RANGE,
+        "--allow-privileged=true",
+        # Nodes are reached at their InternalIP (the node agent's kubelet API); a webhook Service
+        # through its endpoints, since no proxy routes Service IPs on this machine.
+        "--kubelet-preferred-address-types", "InternalIP",
+        "--enable-aggregator-routing=true",
+        # The `kubernetes` Service cannot list a loopback address as its endpoint.
+        "--endpoint-reconciler-type", "none",
+        "--profiling=false",
+        "--v", "1",
+    ]  # fmt: skip
+    if settings.audit_log is not None and settings.audit_policy is not None:
+        args += [
+            "--audit-log-path", str(settings.audit_log),
+            "--audit-policy-file", str(settings.audit_policy),
+            "--audit-log-format", "json",
+        ]  # fmt: skip
+    return args
+
+
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+"""
+
+
+def controller_manager_args(kubeconfig: Path, pki: Pki) -> list[str]:
+    return [
+        "--kubeconfig", str(kubeconfig),
+        "--authentication-kubeconfig", str(kubeconfig),
+        "--authorization-kubeconfig", str(kubeconfig),
+        "--bind-address", "127.0.0.1",
+        "--secure-port", "0",
+        "--leader-elect=false",
+        "--use-service-account-credentials=true",
+        "--service-account-private-key-file", str(pki.service_account_key),
+        "--root-ca-file", str(pki.ca_cert),
+        "--cluster-signing-cert-file", str(pki.ca_cert),
+        "--cluster-signing-key-file", str(pki.ca_key),
+        "--service-cluster-ip-range", SERVICE_CLUSTER_IP_RANGE,
+        "--controllers", ",".join(["*", *(f"-{c}" for c in DISABLED_CONTROLLERS)]),
+        "--profiling=false",
+        "--v", "1",
+    ]  # fmt: skip
+
+
+def scheduler_args(kubeconfig: Path) -> list[str]:
+    return [
+        "--kubeconfig", str(kubeconfig),
+        "--authentication-kubeconfig", str(kubeconfig),
+        "--authorization-kubeconfig", str(kubeconfig),
+        "--bind-address", "127.0.0.1",
+        "--secure-port", "0",
+        "--leader-elect=false",
+        "--profiling=false",
+        "--v", "1",
+    ]  # fmt: skip
