@@ -35,8 +35,9 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# Test folders stay inside the checkout (.pytest-tmp), not in the machine's /tmp.
 test: install tools cluster lint
-	$(PY) -m pytest
+	$(PY) -m pytest --basetemp=$(CURDIR)/.pytest-tmp
 
 unit: install
 	$(PY) -m pytest tests/unit -q
@@ -75,4 +76,4 @@ kubeschema: install
 	$(PY) scripts/generate_kubeschema.py
 
 clean:
-	rm -rf $(VENV) .tools .vcjob .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .tools .vcjob .mypy_cache .ruff_cache .pytest_cache .pytest-tmp
