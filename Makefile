@@ -35,9 +35,11 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# Test folders stay inside the checkout (.pytest-tmp), not in the machine's /tmp.
+# Test folders and temporary files (the Kubernetes client's CA files of a process a test kills,
+# say) stay inside the checkout, not in the machine's /tmp.
 test: install tools cluster lint
-	$(PY) -m pytest --basetemp=$(CURDIR)/.pytest-tmp
+	rm -rf .test-tmp && mkdir -p .test-tmp
+	TMPDIR=$(CURDIR)/.test-tmp $(PY) -m pytest --basetemp=$(CURDIR)/.pytest-tmp
 
 unit: install
 	$(PY) -m pytest tests/unit -q
@@ -76,4 +78,4 @@ kubeschema: install
 	$(PY) scripts/generate_kubeschema.py
 
 clean:
-	rm -rf $(VENV) .tools .vcjob .mypy_cache .ruff_cache .pytest_cache .pytest-tmp
+	rm -rf $(VENV) .tools .vcjob .mypy_cache .ruff_cache .pytest_cache .pytest-tmp .test-tmp

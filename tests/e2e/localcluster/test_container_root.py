@@ -92,7 +92,7 @@ def pod(
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
     # The cluster's folder under /tmp on purpose: the pods' /tmp is their own.
-    with tempfile.TemporaryDirectory(prefix="vcjob-root-") as folder:
+    with tempfile.TemporaryDirectory(prefix="vcjob-root-", dir="/tmp") as folder:
         extra = ["--bare", "--run-image", "python=python"]
         with running_cluster(Path(folder), webhook=False, extra_args=extra) as local:
             yield local

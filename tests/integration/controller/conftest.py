@@ -20,7 +20,8 @@ WAIT = 30.0
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module")
+# One cluster and one controller for the whole folder: every test's Job has a name of its own.
+@pytest.fixture(scope="package")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with running_cluster(
         tmp_path_factory.mktemp("cluster"), simulator=False, webhook=True, controller=False
@@ -28,7 +29,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield running
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def controller(cluster: LocalCluster) -> Iterator[Controller]:
     settings = Settings(
         kubeconfig=str(cluster.kubeconfig),
