@@ -35,11 +35,12 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# Test folders and temporary files (the Kubernetes client's CA files of a process a test kills,
-# say) stay inside the checkout, not in the machine's /tmp.
+# Test folders, temporary files (the Kubernetes client's CA files of a process a test kills, say)
+# and kubectl's discovery cache stay inside the checkout, not in the machine's /tmp or ~/.kube.
 test: install tools cluster lint
 	rm -rf .test-tmp && mkdir -p .test-tmp
-	TMPDIR=$(CURDIR)/.test-tmp $(PY) -m pytest --basetemp=$(CURDIR)/.pytest-tmp
+	TMPDIR=$(CURDIR)/.test-tmp KUBECACHEDIR=$(CURDIR)/.test-tmp/kube-cache \
+		$(PY) -m pytest --basetemp=$(CURDIR)/.pytest-tmp
 
 unit: install
 	$(PY) -m pytest tests/unit -q
