@@ -126,10 +126,3 @@ def pod_status(
     if init_views:
         status["initContainerStatuses"] = [v.to_status() for v in init_views]
     return status
-
-
-def pod_ip_for(uid: str) -> str:
-    """A stable loopback address per pod (127.0.0.0/8 reaches this machine only), away from
-    127.0.0.1 so that a pod's ports never collide with the node's."""
-    digest = hashlib.sha256(uid.encode()).digest()
-    return f"127.{digest[0] % 200 + 50}.{digest[1]}.{digest[2] % 254 + 1}"

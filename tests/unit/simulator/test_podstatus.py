@@ -6,7 +6,6 @@ import pytest
 
 from localcluster.simulator.podstatus import (
     ContainerView,
-    pod_ip_for,
     pod_phase,
     restart_delay,
     should_restart,
@@ -46,11 +45,6 @@ def test_crash_loop_back_off() -> None:
 )
 def test_should_restart(policy: str, code: int, restart: bool) -> None:
     assert should_restart(policy, code) is restart
-
-
-def test_pod_ips_are_loopback_and_stable() -> None:
-    assert pod_ip_for("uid-1") == pod_ip_for("uid-1") != pod_ip_for("uid-2")
-    assert pod_ip_for("uid-1").startswith("127.") and pod_ip_for("uid-1") != "127.0.0.1"
 
 
 def test_probe_thresholds() -> None:
