@@ -35,6 +35,13 @@ _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD_BYTES = 128 * 1024
 # The most decrypted bytes a TLS connection reads at once (asyncio's own figure is 256 KiB).
 TLS_READ_BYTES: Final = 64 * 1024
+# How long an idle kept-alive connection stays open. The API server's webhook client drops idle
+# connections after 90 s (Go's transport defaults, as client-go sets them); the server must
+# outlast that. With uvicorn's own 5 s, a request sent on a connection the server was closing at
+# that instant failed with EOF, and the API server does not resend a POST: the user's create
+# failed with "failed calling webhook ... EOF".
+IDLE_KEEP_ALIVE_SECONDS: Final = 120
+API_SERVER_IDLE_CONNECTION_SECONDS: Final = 90
 
 
 def return_freed_memory() -> bool:
@@ -222,6 +229,7 @@ async def serve(settings: Settings, queue_cache: QueueCacheLike | None) -> None:
                 ssl_keyfile=str(settings.tls_private_key_file),
                 ssl_context_factory=reloader.context_factory,
                 http=head_deadline_protocol(settings.read_timeout),
+                timeout_keep_alive=IDLE_KEEP_ALIVE_SECONDS,
             )
         ),
         "health": _Server(_config(create_health_app(state), settings.host, settings.health_port)),

@@ -406,3 +406,36 @@ def test_a_withheld_or_dribbled_request_head_is_cut_off(start_webhook: StartWebh
     while sum(e.get("msg") == message for e in webhook.logs) < 3:
         assert time.monotonic() < deadline, webhook.logs
         time.sleep(0.05)
+
+
+def _post_review(tls: ssl.SSLSocket) -> bytes:
+    body = json.dumps(review(job())).encode()
+    tls.sendall(
+        f"POST {labels.VALIDATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        f"\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+        chunk = tls.recv(65536)
+        assert chunk, f"the webhook closed the connection mid-answer: {answer!r}"
+        answer += chunk
+    return answer
+
+
+def test_an_idle_kept_alive_connection_outlasts_uvicorns_five_seconds(
+    webhook: WebhookProcess,
+) -> None:
+    """The API server reuses idle connections for up to 90 s and does not resend a POST that
+    met a closing connection: the webhook must not be the side that closes them first."""
+    tls = _tls_connection(webhook)
+    try:
+        assert _post_review(tls).startswith(b"HTTP/1.1 200")
+        tls.settimeout(7.0)  # past uvicorn's own 5 s keep-alive
+        with pytest.raises(TimeoutError):
+            closed = tls.recv(1)
+            pytest.fail(f"the webhook closed an idle connection: {closed!r}")
+        tls.settimeout(10.0)
+        assert _post_review(tls).startswith(b"HTTP/1.1 200")
+    finally:
+        tls.close()

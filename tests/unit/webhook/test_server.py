@@ -7,6 +7,8 @@ import asyncio.sslproto
 import pytest
 
 from webhook.server import (
+    API_SERVER_IDLE_CONNECTION_SECONDS,
+    IDLE_KEEP_ALIVE_SECONDS,
     MMAP_THRESHOLD_BYTES,
     TLS_READ_BYTES,
     HeadCheck,
@@ -45,3 +47,8 @@ def test_without_the_setting_nothing_is_changed(monkeypatch: pytest.MonkeyPatch)
 )
 def test_head_check(started: float | None, now: float, expected: HeadCheck) -> None:
     assert head_check(started, now, 10.0) == expected
+
+
+def test_idle_connections_outlive_the_api_servers_own_idle_timeout() -> None:
+    # The client (the API server) must be the side that closes an idle connection.
+    assert IDLE_KEEP_ALIVE_SECONDS > API_SERVER_IDLE_CONNECTION_SECONDS
