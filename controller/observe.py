@@ -89,3 +89,9 @@ def pvcs_to_look_up(job: WireObject, view: JobView) -> list[str]:
         if c.get("kind") == "PersistentVolumeClaim"
     }
     return [name for name in referenced_pvc_names(job) if name not in cached]
+
+
+def waits_for_admission(job: WireObject) -> bool:
+    """A Pending job: its Queue is read so that a closed or missing one is named as the cause."""
+    state = (job.get("status") or {}).get("state") or {}
+    return state.get("phase") == "Pending"

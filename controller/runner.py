@@ -24,7 +24,7 @@ from controller.elastic_plan import has_elastic_task, job_phase, wakes_autoscale
 from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
 from controller.model import Observed, Plan, PlanSettings
-from controller.observe import build_observed, pvcs_to_look_up
+from controller.observe import build_observed, pvcs_to_look_up, waits_for_admission
 from controller.plugins.ssh import needs_generated_key
 from controller.server import HttpEndpoints
 from controller.settings import Settings
@@ -38,6 +38,7 @@ from kubeio.client import (
     PODS,
     PRIORITY_CLASSES,
     PVCS,
+    QUEUES,
     SERVICES,
     ApiClient,
     Kube,
@@ -49,7 +50,7 @@ from kubeio.errors import KubeError, NotFoundError, PartialProgressError, Perman
 from kubeio.events import EventRecorder
 from kubeio.informer import Reflector, WatchSpec
 from kubeio.workqueue import WorkQueue
-from shared.labels import JOB_NAME_KEY
+from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
 from shared.logging import announce
 
 log = logging.getLogger(__name__)
@@ -433,6 +434,14 @@ class Controller:
             )
             if observed is None:
                 return None, False
+            if waits_for_admission(job):
+                queue_name = str(job.get("spec", {}).get("queue") or DEFAULT_QUEUE)
+                try:
+                    queue = self.kube.get_or_none(QUEUES, None, queue_name)
+                except KubeError as exc:  # e.g. no Queue CRD: the reason is only less precise
+                    log.info("queue not readable", extra={"job": key, "error": str(exc)})
+                else:
+                    observed = replace(observed, queue=queue, queue_looked_up=True)
             if needs_generated_key(observed.job, observed.children, observed.memory):
                 fresh = generate_key_pair(self._plan_settings.ssh_key_type)
                 observed = replace(observed, ssh_key=fresh)
