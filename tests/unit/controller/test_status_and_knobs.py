@@ -43,7 +43,7 @@ def test_status_shape_after_the_first_reconcile() -> None:
                 "reason": "Waiting",
                 "message": "the job waits for the scheduler to admit it",
                 "lastTransitionTime": "2026-01-01T12:00:00Z",
-                "observedGeneration": 0,
+                "observedGeneration": 1,
             },
             {
                 "type": "Running",
@@ -51,7 +51,7 @@ def test_status_shape_after_the_first_reconcile() -> None:
                 "reason": "Pending",
                 "message": "the job was accepted and waits for its pods",
                 "lastTransitionTime": "2026-01-01T12:00:00Z",
-                "observedGeneration": 0,
+                "observedGeneration": 1,
             },
             {
                 "type": "Blocked",
@@ -59,7 +59,7 @@ def test_status_shape_after_the_first_reconcile() -> None:
                 "reason": "NotBlocked",
                 "message": "nothing blocks the job",
                 "lastTransitionTime": "2026-01-01T12:00:00Z",
-                "observedGeneration": 0,
+                "observedGeneration": 1,
             },
         ],
     }
