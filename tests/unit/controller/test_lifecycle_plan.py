@@ -1,0 +1,154 @@
+"""The lifecycle extensions through the planner, against the in-memory world: the deadline,
+retry budgets by cause with backoff, attempts, and Volcano's behaviour without the new fields."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from builders import World, job
+
+from shared import labels
+
+
+def running(world: World) -> None:
+    """Step until the job runs (admitting its PodGroup and starting its pods as they come)."""
+    for _ in range(20):
+        if world.phase == "Running":
+            return
+        if world.pod_group is not None:
+            world.admit("Running")
+        world.set_all("Running")
+        world.step()
+    raise AssertionError(f"the job did not run: {world.phase}")
+
+
+def evicting(**spec: Any) -> World:
+    built = job("j").task("w", 2).policy(event="PodEvicted", action="RestartJob").max_retry(1)
+    j = built.build()
+    j["spec"].update(spec)
+    return World(j)
+
+
+def test_the_deadline_fails_a_running_job_and_deletes_its_pods() -> None:
+    j = job("j").task("w", 2).build()
+    j["spec"]["activeDeadlineSeconds"] = 30
+    world = World(j)
+    running(world)
+    started = world.status["startTime"]
+    plan = world.step(timedelta(seconds=20))
+    assert world.phase == "Running"
+    assert plan.requeue_after is not None and plan.requeue_after <= timedelta(seconds=10)
+    plan = world.step(timedelta(seconds=10))
+    assert world.phase == "Failed"
+    assert world.status["state"]["reason"] == "DeadlineExceeded"
+    assert world.status["reason"] == "DeadlineExceeded"
+    assert any(e.reason == "DeadlineExceeded" and e.type == "Warning" for e in plan.events)
+    failed = next(c for c in world.status["typedConditions"] if c["type"] == "Failed")
+    assert (failed["status"], failed["reason"]) == ("True", "DeadlineExceeded")
+    world.step()
+    assert world.pods == {}
+    assert world.status["startTime"] == started
+
+
+def test_time_suspended_does_not_count_toward_the_deadline() -> None:
+    j = job("j").task("w", 1).build()
+    j["spec"]["activeDeadlineSeconds"] = 30
+    world = World(j)
+    running(world)
+    world.step(timedelta(seconds=10))  # 10 s+ of the 30 used
+    world.command("AbortJob", "suspend")
+    world.settle()
+    assert world.phase == "Aborted"
+    world.step(timedelta(seconds=300))  # suspended: the clock stands still
+    assert world.phase == "Aborted"
+    world.command("ResumeJob", "resume")
+    world.settle(3)
+    running(world)
+    assert world.status["suspendedSeconds"] >= 300
+    world.step(timedelta(seconds=5))
+    assert world.phase == "Running"
+    world.step(timedelta(seconds=15))
+    assert world.phase == "Failed"
+    assert world.status["state"]["reason"] == "DeadlineExceeded"
+
+
+def test_volcano_without_retry_policy_an_eviction_uses_up_max_retry_1() -> None:
+    world = evicting()
+    running(world)
+    world.evict("j-w-0")
+    world.settle(3)
+    assert world.phase == "Failed"
+    assert world.status["state"]["reason"] == "MaxRetryExceeded"
+    assert world.status["retryCount"] == 1
+    assert world.status["restartCounts"]["infrastructure"] == 1
+
+
+def test_evictions_use_the_infrastructure_budget_not_max_retry() -> None:
+    world = evicting(retryPolicy={"infrastructureRetries": 5})
+    for n in range(1, 6):
+        running(world)
+        world.evict("j-w-0")
+        world.settle(3)
+        assert world.phase != "Failed", n
+        assert world.status["retryCount"] == 0
+        assert world.status["restartCounts"] == {
+            "application": 0,
+            "infrastructure": n,
+            "operator": 0,
+        }
+    running(world)
+    assert [a["cause"] for a in world.status["attempts"][:-1]] == ["Infrastructure"] * 5
+    assert world.pods["j-w-0"]["metadata"]["annotations"][labels.ATTEMPT_KEY] == "5"
+    env = world.pods["j-w-1"]["spec"]["containers"][0]["env"]
+    assert {"name": labels.ATTEMPT_ENV, "value": "5"} in env
+    world.evict("j-w-1")  # the sixth
+    world.settle(3)
+    assert world.phase == "Failed"
+    assert world.status["state"]["reason"] == "InfrastructureRetriesExceeded"
+
+
+def test_an_application_failure_still_uses_max_retry() -> None:
+    j = job("j").task("w", 2).policy(event="PodFailed", action="RestartJob").max_retry(2).build()
+    j["spec"]["retryPolicy"] = {"infrastructureRetries": 5}
+    world = World(j)
+    running(world)
+    world.set_pod("j-w-0", "Failed", exit_code=3)
+    world.settle(3)
+    assert world.status["retryCount"] == 1
+    assert world.status["restartCounts"]["application"] == 1
+    assert world.status["attempts"][0]["failedPods"] == [{"name": "j-w-0", "exitCode": 3}]
+
+
+def test_operator_restarts_count_only_without_retry_policy() -> None:
+    for spec, retries in (({}, 1), ({"retryPolicy": {}}, 0)):
+        j = job("j").task("w", 1).max_retry(3).build()
+        j["spec"].update(spec)
+        world = World(j)
+        running(world)
+        world.command("RestartJob")
+        world.settle(3)
+        assert world.status["retryCount"] == retries, spec
+        assert world.status["restartCounts"]["operator"] == 1
+
+
+def test_backoff_holds_the_pods_back_and_grows() -> None:
+    world = evicting(
+        retryPolicy={"infrastructureRetries": 5, "backoff": {"baseSeconds": 4, "capSeconds": 60}}
+    )
+    waits = []
+    for _ in range(3):
+        running(world)
+        world.evict("j-w-0")
+        world.settle(3)  # decided, pods and PodGroup gone: now the backoff
+        assert world.phase == "Restarting"
+        backoff = world.status["attempts"][-1]["backoffSeconds"]
+        waited = 0
+        while world.phase == "Restarting":
+            world.step()
+            waited += 1
+        waits.append((backoff, waited))
+    backoffs = [b for b, _ in waits]
+    assert backoffs == sorted(backoffs) and len(set(backoffs)) == 3
+    for backoff, waited in waits:
+        assert waited >= int(backoff) - 3  # settle(3) already stepped 3 s of it
