@@ -31,9 +31,16 @@ ADVANCE: list[tuple[str, RunClock, bool, bool, datetime, RunClock]] = [
     ("suspended before it ever ran: not started", RunClock(), False, True, at(5), RunClock()),
     ("a suspension begins", RunClock(T0), False, True, at(10), RunClock(T0, 0, at(10))),
     ("a suspension goes on", RunClock(T0, 0, at(10)), False, True, at(20), RunClock(T0, 0, at(10))),
-    ("a suspension ends: its length is added", RunClock(T0, 3, at(10)), True, False, at(25), RunClock(T0, 18, None)),
+    (
+        "a suspension ends: its length is added",
+        RunClock(T0, 3, at(10)),
+        True,
+        False,
+        at(25),
+        RunClock(T0, 18, None),
+    ),
     ("running on: unchanged", RunClock(T0, 3), True, False, at(99), RunClock(T0, 3)),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
@@ -50,11 +57,27 @@ CHECK: list[tuple[str, int | None, RunClock, bool, datetime, bool, timedelta | N
     ("never ran", 10, RunClock(), False, at(500), False, None),
     ("time left", 10, RunClock(T0), False, at(4), False, timedelta(seconds=6)),
     ("passed exactly", 10, RunClock(T0), False, at(10), True, None),
-    ("suspended time does not count", 10, RunClock(T0, 30), False, at(35), False, timedelta(seconds=5)),
+    (
+        "suspended time does not count",
+        10,
+        RunClock(T0, 30),
+        False,
+        at(35),
+        False,
+        timedelta(seconds=5),
+    ),
     ("an ongoing suspension does not count", 10, RunClock(T0, 0, at(5)), True, at(60), False, None),
-    ("passed before a suspension: nothing due while suspended", 10, RunClock(T0, 0, at(15)), True, at(60), False, None),
+    (
+        "passed before a suspension: nothing due while suspended",
+        10,
+        RunClock(T0, 0, at(15)),
+        True,
+        at(60),
+        False,
+        None,
+    ),
     ("passed after a suspension ended", 10, RunClock(T0, 20), False, at(31), True, None),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
@@ -112,14 +135,49 @@ RESTART = PolicyAction.RESTART_JOB
 CLASSIFY: list[tuple[str, Decision, dict[str, Any] | None, Cause]] = [
     ("a command", Decision(RESTART, "cmd", command=True), None, Cause.OPERATOR),
     ("a resume", Decision(PolicyAction.RESUME_JOB, "resume", command=True), None, Cause.OPERATOR),
-    ("a spec edit", Decision(RESTART, "scaled", event=PolicyEvent.JOB_UPDATED), None, Cause.OPERATOR),
-    ("a deleted pod", Decision(RESTART, "gone", event=PolicyEvent.POD_EVICTED), None, Cause.INFRASTRUCTURE),
-    ("PodGroup Unknown", Decision(RESTART, "unknown", event=PolicyEvent.UNKNOWN), None, Cause.INFRASTRUCTURE),
-    ("a failed pod evicted by the kubelet", Decision(RESTART, "f", event=PolicyEvent.POD_FAILED), EVICTED_POD, Cause.INFRASTRUCTURE),
-    ("a failed pod with DisruptionTarget", Decision(RESTART, "f", event=PolicyEvent.POD_FAILED), DISRUPTED_POD, Cause.INFRASTRUCTURE),
-    ("a crashed container", Decision(RESTART, "f", event=PolicyEvent.POD_FAILED), CRASHED_POD, Cause.APPLICATION),
-    ("a failed task", Decision(RESTART, "t", event=PolicyEvent.TASK_FAILED), None, Cause.APPLICATION),
-]  # fmt: skip
+    (
+        "a spec edit",
+        Decision(RESTART, "scaled", event=PolicyEvent.JOB_UPDATED),
+        None,
+        Cause.OPERATOR,
+    ),
+    (
+        "a deleted pod",
+        Decision(RESTART, "gone", event=PolicyEvent.POD_EVICTED),
+        None,
+        Cause.INFRASTRUCTURE,
+    ),
+    (
+        "PodGroup Unknown",
+        Decision(RESTART, "unknown", event=PolicyEvent.UNKNOWN),
+        None,
+        Cause.INFRASTRUCTURE,
+    ),
+    (
+        "a failed pod evicted by the kubelet",
+        Decision(RESTART, "f", event=PolicyEvent.POD_FAILED),
+        EVICTED_POD,
+        Cause.INFRASTRUCTURE,
+    ),
+    (
+        "a failed pod with DisruptionTarget",
+        Decision(RESTART, "f", event=PolicyEvent.POD_FAILED),
+        DISRUPTED_POD,
+        Cause.INFRASTRUCTURE,
+    ),
+    (
+        "a crashed container",
+        Decision(RESTART, "f", event=PolicyEvent.POD_FAILED),
+        CRASHED_POD,
+        Cause.APPLICATION,
+    ),
+    (
+        "a failed task",
+        Decision(RESTART, "t", event=PolicyEvent.TASK_FAILED),
+        None,
+        Cause.APPLICATION,
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -137,10 +195,22 @@ CHARGE: list[tuple[str, Cause, RetryPolicy | None, bool, bool]] = [
     ("Volcano: an infrastructure restart counts", Cause.INFRASTRUCTURE, None, True, False),
     ("Volcano: an application restart counts", Cause.APPLICATION, None, True, False),
     ("retryPolicy: an operator restart never counts", Cause.OPERATOR, WITH_INFRA, False, False),
-    ("retryPolicy: infrastructure to its own budget", Cause.INFRASTRUCTURE, WITH_INFRA, False, True),
+    (
+        "retryPolicy: infrastructure to its own budget",
+        Cause.INFRASTRUCTURE,
+        WITH_INFRA,
+        False,
+        True,
+    ),
     ("retryPolicy: application to maxRetry", Cause.APPLICATION, WITH_INFRA, True, False),
-    ("no infrastructureRetries: infrastructure to maxRetry", Cause.INFRASTRUCTURE, BACKOFF_ONLY, True, False),
-]  # fmt: skip
+    (
+        "no infrastructureRetries: infrastructure to maxRetry",
+        Cause.INFRASTRUCTURE,
+        BACKOFF_ONLY,
+        True,
+        False,
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -156,7 +226,9 @@ def test_charge(
     ("restarts", "policy", "exhausted"),
     [(5, WITH_INFRA, False), (6, WITH_INFRA, True), (99, BACKOFF_ONLY, False), (99, None, False)],
 )
-def test_infrastructure_exhausted(restarts: int, policy: RetryPolicy | None, exhausted: bool) -> None:
+def test_infrastructure_exhausted(
+    restarts: int, policy: RetryPolicy | None, exhausted: bool
+) -> None:
     assert retrybudget.infrastructure_exhausted(restarts, policy) is exhausted
 
 
@@ -171,9 +243,7 @@ def test_backoff_doubles_up_to_the_cap_less_at_most_a_quarter_of_jitter() -> Non
     assert retrybudget.backoff_seconds(policy, 3, "uid-1") == delays[2]
 
 
-@pytest.mark.parametrize(
-    ("policy", "n"), [(None, 3), (WITH_INFRA, 3), (BACKOFF_ONLY, 0)]
-)
+@pytest.mark.parametrize(("policy", "n"), [(None, 3), (WITH_INFRA, 3), (BACKOFF_ONLY, 0)])
 def test_no_backoff_without_one_configured(policy: RetryPolicy | None, n: int) -> None:
     assert retrybudget.backoff_seconds(policy, n, "uid") == 0.0
 
@@ -246,7 +316,12 @@ def group(phase: str, message: str | None = None) -> dict[str, Any]:
     status: dict[str, Any] = {"phase": phase}
     if message:
         status["conditions"] = [
-            {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": message}
+            {
+                "type": "Unschedulable",
+                "status": "True",
+                "reason": "NotEnoughResources",
+                "message": message,
+            }
         ]
     return {"status": status}
 
@@ -256,7 +331,12 @@ IMAGE_POD = {
     "status": {
         "phase": "Pending",
         "containerStatuses": [
-            {"image": "nope", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "back-off pulling nope"}}}
+            {
+                "image": "nope",
+                "state": {
+                    "waiting": {"reason": "ImagePullBackOff", "message": "back-off pulling nope"}
+                },
+            }
         ],
     },
 }
@@ -265,23 +345,86 @@ UNSCHEDULED_POD = {
     "status": {
         "phase": "Pending",
         "conditions": [
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/2 nodes are available"}
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/2 nodes are available",
+            }
         ],
     },
 }
 OPEN = QueueFacts("q", True, "Open")
 
-BLOCKED: list[tuple[str, list[str], QueueFacts, dict[str, Any] | None, list[dict[str, Any]], Blocked | None]] = [
+BLOCKED: list[
+    tuple[str, list[str], QueueFacts, dict[str, Any] | None, list[dict[str, Any]], Blocked | None]
+] = [
     ("nothing blocks", [], OPEN, group("Pending"), [], None),
-    ("a missing PVC comes first", ["data"], QueueFacts("q", False), None, [], Blocked("MissingPVC", "PersistentVolumeClaim data not found")),
-    ("a missing queue", [], QueueFacts("q", False), group("Pending", "queue q does not exist"), [], Blocked("QueueMissing", "queue q does not exist")),
-    ("a closed queue", [], QueueFacts("q", True, "Closed"), group("Pending", "x"), [], Blocked("QueueClosed", "queue q is Closed: it admits no new PodGroups")),
-    ("a closing queue", [], QueueFacts("q", True, "Closing"), None, [], Blocked("QueueClosed", "queue q is Closing: it admits no new PodGroups")),
-    ("queue not looked up: the scheduler's word", [], QueueFacts("q"), group("Pending", "cpu 8 > 4 in the cluster"), [], Blocked("Unschedulable", "cpu 8 > 4 in the cluster")),
-    ("an admitted group is not blocked by its old condition", [], OPEN, group("Inqueue", "old"), [], None),
-    ("an image that cannot be pulled", [], OPEN, group("Inqueue"), [IMAGE_POD], Blocked("ImagePullBackOff", "pod j-w-0: back-off pulling nope")),
-    ("a pod no node fits", [], OPEN, group("Inqueue"), [UNSCHEDULED_POD], Blocked("Unschedulable", "pod j-w-0: 0/2 nodes are available")),
-]  # fmt: skip
+    (
+        "a missing PVC comes first",
+        ["data"],
+        QueueFacts("q", False),
+        None,
+        [],
+        Blocked("MissingPVC", "PersistentVolumeClaim data not found"),
+    ),
+    (
+        "a missing queue",
+        [],
+        QueueFacts("q", False),
+        group("Pending", "queue q does not exist"),
+        [],
+        Blocked("QueueMissing", "queue q does not exist"),
+    ),
+    (
+        "a closed queue",
+        [],
+        QueueFacts("q", True, "Closed"),
+        group("Pending", "x"),
+        [],
+        Blocked("QueueClosed", "queue q is Closed: it admits no new PodGroups"),
+    ),
+    (
+        "a closing queue",
+        [],
+        QueueFacts("q", True, "Closing"),
+        None,
+        [],
+        Blocked("QueueClosed", "queue q is Closing: it admits no new PodGroups"),
+    ),
+    (
+        "queue not looked up: the scheduler's word",
+        [],
+        QueueFacts("q"),
+        group("Pending", "cpu 8 > 4 in the cluster"),
+        [],
+        Blocked("Unschedulable", "cpu 8 > 4 in the cluster"),
+    ),
+    (
+        "an admitted group is not blocked by its old condition",
+        [],
+        OPEN,
+        group("Inqueue", "old"),
+        [],
+        None,
+    ),
+    (
+        "an image that cannot be pulled",
+        [],
+        OPEN,
+        group("Inqueue"),
+        [IMAGE_POD],
+        Blocked("ImagePullBackOff", "pod j-w-0: back-off pulling nope"),
+    ),
+    (
+        "a pod no node fits",
+        [],
+        OPEN,
+        group("Inqueue"),
+        [UNSCHEDULED_POD],
+        Blocked("Unschedulable", "pod j-w-0: 0/2 nodes are available"),
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -313,14 +456,80 @@ def facts(
 
 CLOSED = Blocked("QueueClosed", "queue q is Closed")
 TYPED: list[tuple[str, typedconditions.JobFacts, dict[str, tuple[str, str]], str | None]] = [
-    ("waiting", facts(JobPhase.PENDING), {"Admitted": ("False", "Waiting"), "Running": ("False", "Pending"), "Blocked": ("False", "NotBlocked")}, None),
-    ("in a closed queue", facts(JobPhase.PENDING, why=CLOSED), {"Admitted": ("False", "QueueClosed"), "Running": ("False", "Pending"), "Blocked": ("True", "QueueClosed")}, "QueueClosed"),
-    ("admitted, its pods not pulled", facts(JobPhase.PENDING, group_phase="Inqueue", why=Blocked("ImagePullBackOff", "x")), {"Admitted": ("True", "Admitted"), "Running": ("False", "Pending"), "Blocked": ("True", "ImagePullBackOff")}, "ImagePullBackOff"),
-    ("running", facts(JobPhase.RUNNING, "MinAvailableRunning", "Running"), {"Admitted": ("True", "Admitted"), "Running": ("True", "Running"), "Blocked": ("False", "NotBlocked")}, None),
-    ("completed", facts(JobPhase.COMPLETED, "CompletionsReached"), {"Admitted": ("True", "Admitted"), "Running": ("False", "Completed"), "Blocked": ("False", "NotBlocked"), "Complete": ("True", "CompletionsReached")}, None),
-    ("failed past its deadline", facts(JobPhase.FAILED, "DeadlineExceeded"), {"Admitted": ("True", "Admitted"), "Running": ("False", "Failed"), "Blocked": ("False", "NotBlocked"), "Failed": ("True", "DeadlineExceeded")}, "DeadlineExceeded"),
-    ("failed out of retries", facts(JobPhase.FAILED, "MaxRetryExceeded"), {"Admitted": ("True", "Admitted"), "Running": ("False", "Failed"), "Blocked": ("False", "NotBlocked"), "Failed": ("True", "BackoffLimitExceeded")}, "BackoffLimitExceeded"),
-]  # fmt: skip
+    (
+        "waiting",
+        facts(JobPhase.PENDING),
+        {
+            "Admitted": ("False", "Waiting"),
+            "Running": ("False", "Pending"),
+            "Blocked": ("False", "NotBlocked"),
+        },
+        None,
+    ),
+    (
+        "in a closed queue",
+        facts(JobPhase.PENDING, why=CLOSED),
+        {
+            "Admitted": ("False", "QueueClosed"),
+            "Running": ("False", "Pending"),
+            "Blocked": ("True", "QueueClosed"),
+        },
+        "QueueClosed",
+    ),
+    (
+        "admitted, its pods not pulled",
+        facts(JobPhase.PENDING, group_phase="Inqueue", why=Blocked("ImagePullBackOff", "x")),
+        {
+            "Admitted": ("True", "Admitted"),
+            "Running": ("False", "Pending"),
+            "Blocked": ("True", "ImagePullBackOff"),
+        },
+        "ImagePullBackOff",
+    ),
+    (
+        "running",
+        facts(JobPhase.RUNNING, "MinAvailableRunning", "Running"),
+        {
+            "Admitted": ("True", "Admitted"),
+            "Running": ("True", "Running"),
+            "Blocked": ("False", "NotBlocked"),
+        },
+        None,
+    ),
+    (
+        "completed",
+        facts(JobPhase.COMPLETED, "CompletionsReached"),
+        {
+            "Admitted": ("True", "Admitted"),
+            "Running": ("False", "Completed"),
+            "Blocked": ("False", "NotBlocked"),
+            "Complete": ("True", "CompletionsReached"),
+        },
+        None,
+    ),
+    (
+        "failed past its deadline",
+        facts(JobPhase.FAILED, "DeadlineExceeded"),
+        {
+            "Admitted": ("True", "Admitted"),
+            "Running": ("False", "Failed"),
+            "Blocked": ("False", "NotBlocked"),
+            "Failed": ("True", "DeadlineExceeded"),
+        },
+        "DeadlineExceeded",
+    ),
+    (
+        "failed out of retries",
+        facts(JobPhase.FAILED, "MaxRetryExceeded"),
+        {
+            "Admitted": ("True", "Admitted"),
+            "Running": ("False", "Failed"),
+            "Blocked": ("False", "NotBlocked"),
+            "Failed": ("True", "BackoffLimitExceeded"),
+        },
+        "BackoffLimitExceeded",
+    ),
+]
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,12 @@ def c(type_: str, status: ConditionStatus, reason: str = "R", at: str = "t1") ->
 
 
 CASES: list[tuple[str, list[dict[str, Any]], Condition, list[tuple[str, str, str, str]]]] = [
-    ("appended to an empty list", [], c("Running", "True", at="t2"), [("Running", "True", "R", "t2")]),
+    (
+        "appended to an empty list",
+        [],
+        c("Running", "True", at="t2"),
+        [("Running", "True", "R", "t2")],
+    ),
     (
         "same status keeps the transition time, takes the new reason",
         [dict(c("Blocked", "True", "QueueClosed", "t1"))],
@@ -46,7 +51,7 @@ CASES: list[tuple[str, list[dict[str, Any]], Condition, list[tuple[str, str, str
         c("Running", "True", at="t3"),
         [("Running", "True", "R", "t0")],
     ),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("why", "before", "new", "after"), CASES, ids=[x[0] for x in CASES])

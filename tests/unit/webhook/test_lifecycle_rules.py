@@ -40,11 +40,38 @@ def job(phase: str | None = None, **spec: Any) -> dict[str, Any]:
 CREATE: list[tuple[str, dict[str, Any], list[str]]] = [
     ("a Volcano job", {}, []),
     ("a deadline", {"activeDeadlineSeconds": 60}, []),
-    ("a zero deadline", {"activeDeadlineSeconds": 0}, ["spec.activeDeadlineSeconds: Invalid value: 0: must be greater than or equal to 1"]),
-    ("a full retry policy", {"retryPolicy": {"infrastructureRetries": 5, "backoff": {"baseSeconds": 5, "capSeconds": 60}}}, []),
-    ("negative infrastructure retries", {"retryPolicy": {"infrastructureRetries": -1}}, ["spec.retryPolicy.infrastructureRetries: Invalid value: -1: must be greater than or equal to 0"]),
-    ("a cap below the base", {"retryPolicy": {"backoff": {"baseSeconds": 30, "capSeconds": 10}}}, ["spec.retryPolicy.backoff.capSeconds: Invalid value: 10: must not be less than baseSeconds (30)"]),
-]  # fmt: skip
+    (
+        "a zero deadline",
+        {"activeDeadlineSeconds": 0},
+        ["spec.activeDeadlineSeconds: Invalid value: 0: must be greater than or equal to 1"],
+    ),
+    (
+        "a full retry policy",
+        {
+            "retryPolicy": {
+                "infrastructureRetries": 5,
+                "backoff": {"baseSeconds": 5, "capSeconds": 60},
+            }
+        },
+        [],
+    ),
+    (
+        "negative infrastructure retries",
+        {"retryPolicy": {"infrastructureRetries": -1}},
+        [
+            "spec.retryPolicy.infrastructureRetries: Invalid value: "
+            "-1: must be greater than or equal to 0"
+        ],
+    ),
+    (
+        "a cap below the base",
+        {"retryPolicy": {"backoff": {"baseSeconds": 30, "capSeconds": 10}}},
+        [
+            "spec.retryPolicy.backoff.capSeconds: Invalid value: "
+            "10: must not be less than baseSeconds (30)"
+        ],
+    ),
+]
 
 
 @pytest.mark.parametrize(("why", "spec", "errors"), CREATE, ids=[x[0] for x in CREATE])
@@ -53,15 +80,66 @@ def test_create(why: str, spec: dict[str, Any], errors: list[str]) -> None:
 
 
 UPDATE: list[tuple[str, str, dict[str, Any], dict[str, Any], list[str]]] = [
-    ("lowered while running", "Running", {"activeDeadlineSeconds": 60}, {"activeDeadlineSeconds": 30}, []),
-    ("raised while running", "Running", {"activeDeadlineSeconds": 60}, {"activeDeadlineSeconds": 90}, ["spec.activeDeadlineSeconds: Invalid value: 90: may only be lowered once the job ran (it is 60s)"]),
-    ("removed while running", "Running", {"activeDeadlineSeconds": 60}, {}, ["spec.activeDeadlineSeconds: Forbidden: cannot be removed once the job ran (Running)"]),
+    (
+        "lowered while running",
+        "Running",
+        {"activeDeadlineSeconds": 60},
+        {"activeDeadlineSeconds": 30},
+        [],
+    ),
+    (
+        "raised while running",
+        "Running",
+        {"activeDeadlineSeconds": 60},
+        {"activeDeadlineSeconds": 90},
+        [
+            "spec.activeDeadlineSeconds: Invalid value: "
+            "90: may only be lowered once the job ran (it is 60s)"
+        ],
+    ),
+    (
+        "removed while running",
+        "Running",
+        {"activeDeadlineSeconds": 60},
+        {},
+        ["spec.activeDeadlineSeconds: Forbidden: cannot be removed once the job ran (Running)"],
+    ),
     ("set on a running job without one", "Running", {}, {"activeDeadlineSeconds": 90}, []),
-    ("raised while still Pending", "Pending", {"activeDeadlineSeconds": 60}, {"activeDeadlineSeconds": 90}, []),
-    ("raised while suspended", "Aborted", {"activeDeadlineSeconds": 60}, {"activeDeadlineSeconds": 90}, ["spec.activeDeadlineSeconds: Invalid value: 90: may only be lowered once the job ran (it is 60s)"]),
-    ("the retry policy changes", "Running", {"retryPolicy": {"infrastructureRetries": 1}}, {"retryPolicy": {"infrastructureRetries": 9}}, []),
-    ("a cap below the base on update", "Running", {}, {"retryPolicy": {"backoff": {"baseSeconds": 9, "capSeconds": 1}}}, ["spec.retryPolicy.backoff.capSeconds: Invalid value: 1: must not be less than baseSeconds (9)"]),
-]  # fmt: skip
+    (
+        "raised while still Pending",
+        "Pending",
+        {"activeDeadlineSeconds": 60},
+        {"activeDeadlineSeconds": 90},
+        [],
+    ),
+    (
+        "raised while suspended",
+        "Aborted",
+        {"activeDeadlineSeconds": 60},
+        {"activeDeadlineSeconds": 90},
+        [
+            "spec.activeDeadlineSeconds: Invalid value: "
+            "90: may only be lowered once the job ran (it is 60s)"
+        ],
+    ),
+    (
+        "the retry policy changes",
+        "Running",
+        {"retryPolicy": {"infrastructureRetries": 1}},
+        {"retryPolicy": {"infrastructureRetries": 9}},
+        [],
+    ),
+    (
+        "a cap below the base on update",
+        "Running",
+        {},
+        {"retryPolicy": {"backoff": {"baseSeconds": 9, "capSeconds": 1}}},
+        [
+            "spec.retryPolicy.backoff.capSeconds: Invalid value: "
+            "1: must not be less than baseSeconds (9)"
+        ],
+    ),
+]
 
 
 @pytest.mark.parametrize(
