@@ -45,6 +45,7 @@ from controller import (
     successpolicy,
     suspension,
     typedconditions,
+    unrecoverable,
     volumes,
 )
 from controller import status as status_mod
@@ -322,7 +323,7 @@ class _Planner:
             self._set_phase(
                 JobPhase.PENDING, "JobCreated", "the job was accepted and waits for its pods"
             )
-        elif self._deadline_passed():
+        elif self._deadline_passed() or self._unrecoverable():
             pass
         else:
             decisions = self._commands()
@@ -371,6 +372,20 @@ class _Planner:
                     "its pods are deleted",
                 )
             )
+        return True
+
+    def _unrecoverable(self) -> bool:
+        """A Pending job that can never run (a name longer than DNS allows, a plugin that cannot
+        be configured) fails now with the reason instead of waiting forever."""
+        if self.phase != JobPhase.PENDING:
+            return False
+        problem = unrecoverable.find(self.job)
+        if problem is None:
+            return False
+        self._kill_unfinished()
+        self.decided = self._set_phase(JobPhase.FAILED, problem.reason, problem.message)
+        if self.decided:
+            self.plan.events.append(EventRecord("Warning", problem.reason, problem.message))
         return True
 
     def _keep_only_the_decision(self) -> None:

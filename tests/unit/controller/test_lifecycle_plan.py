@@ -152,3 +152,27 @@ def test_backoff_holds_the_pods_back_and_grows() -> None:
     assert backoffs == sorted(backoffs) and len(set(backoffs)) == 3
     for backoff, waited in waits:
         assert waited >= int(backoff) - 3  # settle(3) already stepped 3 s of it
+
+
+def test_a_job_that_can_never_run_fails_fast_with_the_reason() -> None:
+    long_name = "n" * 60
+    cases = [
+        (job(long_name).task("worker", 2).plugin("svc").build(), "NameTooLong"),
+        (job("j").task("w", 1).plugin("svc", "--no-such-flag").build(), "InvalidPluginConfig"),
+        (job("j").task("w", 1).plugin("ray", "--head=absent").build(), "InvalidPluginConfig"),
+    ]
+    for built, reason in cases:
+        world = World(built)
+        world.step()  # Pending first
+        plan = world.step()
+        assert world.phase == "Failed", reason
+        assert world.status["state"]["reason"] == reason
+        assert world.status["reason"] == reason
+        assert any(e.type == "Warning" and e.reason == reason for e in plan.events)
+        assert world.pods == {}
+
+
+def test_a_long_name_without_the_svc_plugin_still_runs() -> None:
+    world = World(job("n" * 60).task("worker", 2).build())
+    running(world)
+    assert world.phase == "Running"
