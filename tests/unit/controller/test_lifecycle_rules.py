@@ -11,6 +11,7 @@ import pytest
 from controller import attempts, blocked, deadline, retrybudget, suspension, typedconditions
 from controller.blocked import Blocked, QueueFacts
 from controller.deadline import RunClock
+from controller.observe import waits_for_admission
 from controller.policies import Decision
 from controller.retrybudget import Cause
 from shared.models import Job, JobPhase, PolicyAction, PolicyEvent
@@ -547,3 +548,24 @@ def test_typed_conditions_and_reason(
     assert {c["type"]: (c["status"], c["reason"]) for c in merged[1:]} == expected
     assert all(c["observedGeneration"] == 3 for c in merged[1:])
     assert typedconditions.status_reason(merged) == reason
+
+
+# ---------------------------------------------------------------- when the Queue is read
+
+
+@pytest.mark.parametrize(
+    ("job_phase", "group_phase", "read"),
+    [
+        ("Pending", None, True),
+        ("Pending", "Pending", True),
+        ("Pending", "Inqueue", False),
+        ("Running", "Running", False),
+        ("Aborted", None, False),
+    ],
+)
+def test_the_queue_is_read_while_the_job_waits_for_admission(
+    job_phase: str, group_phase: str | None, read: bool
+) -> None:
+    job = {"status": {"state": {"phase": job_phase}}}
+    group = None if group_phase is None else {"status": {"phase": group_phase}}
+    assert waits_for_admission(job, group) is read
