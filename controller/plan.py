@@ -69,6 +69,10 @@ PLUGIN_KINDS = ("Service", "ConfigMap", "NetworkPolicy", "Secret")
 _TARGETED = frozenset(
     {PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD, PolicyAction.RESTART_PARTITION}
 )
+# Phases in which `activeDeadlineSeconds` can fail the job (suspended ones stop its clock).
+DEADLINE_PHASES = frozenset(
+    {JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING, JobPhase.ABORTING, JobPhase.ABORTED}
+)
 MEMORY_TIMERS = "timers"
 MEMORY_SHAPE = "specShape"
 MEMORY_DELETED_POD_GROUP = "deletedPodGroupUid"
@@ -348,8 +352,8 @@ class _Planner:
         """`spec.activeDeadlineSeconds` passed while the job ran: it fails (its unfinished pods
         are deleted by the reconciles after this decision)."""
         limit = self.job.spec.active_deadline_seconds
-        if limit is None or self.phase in state.TERMINAL:
-            return False
+        if limit is None or self.phase not in DEADLINE_PHASES:
+            return False  # finishing (Completing, Terminating) or finished: too late to fail
         suspended = suspension.is_suspended(self.job, self.phase)
         due = deadline.check(limit, self.clock, suspended=suspended, now=self.now)
         if due.remaining is not None:

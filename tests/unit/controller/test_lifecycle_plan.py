@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from builders import World, job
+from builders import World, job, plan_for, pod_of
 
 from shared import labels
 
@@ -176,3 +176,17 @@ def test_a_long_name_without_the_svc_plugin_still_runs() -> None:
     world = World(job("n" * 60).task("worker", 2).build())
     running(world)
     assert world.phase == "Running"
+
+
+def test_a_job_completing_past_its_deadline_still_completes() -> None:
+    j = job("j").task("w", 1).phase("Completing", startTime="2026-01-01T11:00:00Z").build()
+    j["spec"]["activeDeadlineSeconds"] = 30
+    plan = plan_for(j, [pod_of(j, "w", 0, phase="Running", deleting=True)])
+    assert plan.status is not None
+    assert plan.status["state"]["phase"] == "Completing"
+    assert not any(e.reason == "DeadlineExceeded" for e in plan.events)
+    running_job = job("j").task("w", 1).phase("Running", startTime="2026-01-01T11:00:00Z").build()
+    running_job["spec"]["activeDeadlineSeconds"] = 30
+    plan = plan_for(running_job, [pod_of(running_job, "w", 0)])
+    assert plan.status is not None
+    assert plan.status["state"]["reason"] == "DeadlineExceeded"
