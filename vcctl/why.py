@@ -131,6 +131,21 @@ def explain(facts: WhyFacts) -> str:
             f"  Deadline: activeDeadlineSeconds {spec['activeDeadlineSeconds']}, running since "
             f"{status.get('startTime') or '-'} ({status.get('suspendedSeconds') or 0}s suspended)"
         )
+    history = status.get("attempts") or []
+    ended = [a for a in history if a.get("endTime")]
+    if ended:
+        last = ended[-1]
+        failed = ", ".join(
+            str(f.get("name"))
+            + (f" (exit code {f['exitCode']})" if f.get("exitCode") is not None else "")
+            for f in last.get("failedPods") or []
+        )
+        out.append(
+            f"  Attempt {last.get('index')} ended {last.get('endTime')}"
+            + (f" ({last['cause']})" if last.get("cause") else "")
+            + f": {last.get('reason') or '-'}"
+            + (f"; failed pods: {failed}" if failed else "")
+        )
     pg = facts.pod_group
     if pg is None:
         out.append("PodGroup: none (created when the job is Pending or Running)")

@@ -131,3 +131,21 @@ def test_unblock_hints(reason: str, fragment: str) -> None:
     hint = unblock_hint(reason, job("Pending"), "q1")
     assert fragment in hint
     assert bool(hint) is bool(fragment)
+
+
+def test_the_last_ended_attempt_is_shown() -> None:
+    attempts = [
+        {"index": 0, "endTime": "t1", "cause": "Infrastructure", "reason": "RestartJob because x"},
+        {
+            "index": 1,
+            "endTime": "t2",
+            "reason": "PodFailed",
+            "failedPods": [{"name": "big-w-0", "exitCode": 3}, {"name": "big-w-1"}],
+        },
+        {"index": 2, "startTime": "t3"},
+    ]
+    text = explain(WhyFacts(job("Running", attempts=attempts), queue=QUEUE))
+    assert (
+        "  Attempt 1 ended t2: PodFailed; failed pods: big-w-0 (exit code 3), big-w-1"
+        in text.splitlines()
+    )
