@@ -148,7 +148,7 @@ def explain(facts: WhyFacts) -> str:
         )
     pg = facts.pod_group
     if pg is None:
-        out.append("PodGroup: none (created when the job is Pending or Running)")
+        out.append("PodGroup: none yet")
     else:
         out.append(
             f"PodGroup {_name(pg)}: {_get(pg, 'status', 'phase') or 'Pending'}, minMember "

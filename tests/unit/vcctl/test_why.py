@@ -95,7 +95,7 @@ def test_a_job_too_large_for_the_cluster() -> None:
 def test_a_missing_queue_and_no_pod_group() -> None:
     text = explain(WhyFacts(job("Pending", "QueueMissing", "queue q1 does not exist")))
     assert "Queue q1: does not exist" in text.splitlines()
-    assert "PodGroup: none (created when the job is Pending or Running)" in text.splitlines()
+    assert "PodGroup: none yet" in text.splitlines()
     assert text.splitlines()[-1] == "To unblock: create the queue: vcjob queue create -n q1"
 
 
