@@ -61,7 +61,7 @@ from shared.models import Job, JobPhase, PolicyAction, PolicyEvent, TaskSpec
 
 PVC_RECHECK = timedelta(seconds=10)
 # A job the scheduler does not admit is looked at again this often (its Queue is not watched).
-BLOCKED_RECHECK = timedelta(seconds=5)
+BLOCKED_RECHECK = timedelta(seconds=10)
 # After a phase change, look again soon even if no watch event arrives.
 FOLLOW_UP = timedelta(seconds=1)
 PLUGIN_KINDS = ("Service", "ConfigMap", "NetworkPolicy", "Secret")
@@ -327,9 +327,8 @@ class _Planner:
             self._set_phase(
                 JobPhase.PENDING, "JobCreated", "the job was accepted and waits for its pods"
             )
-        elif self._deadline_passed() or self._unrecoverable():
-            pass
-        else:
+        elif not (self._deadline_passed() or self._unrecoverable()):
+            # Neither failed the job: commands and policies decide.
             decisions = self._commands()
             if self.phase in state.ACTIVE or self.phase == JobPhase.RESTARTING:
                 decisions += self._policy_decisions()
@@ -1011,8 +1010,8 @@ class _Planner:
             pod_group=self._pod_group_usable(),
             pods=[p for p in self.pods if self._live(p)],
         )
-        if found is not None:
-            self.requeue.append(BLOCKED_RECHECK)
+        if found is not None and found.reason in blocked.NOT_ADMITTED:
+            self.requeue.append(BLOCKED_RECHECK)  # a Queue change enqueues no job
         return found
 
     def _lifecycle_status(self, new_status: dict[str, Any]) -> None:
