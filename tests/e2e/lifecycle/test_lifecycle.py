@@ -118,6 +118,16 @@ def test_the_deadline_fails_a_running_job_and_skips_suspended_time(
 ) -> None:
     create(cluster, namespace, manifest("late", activeDeadlineSeconds=20))
     wait_for(lambda: phase(cluster, namespace, "late"), lambda p: p == "Running", "Running", WAIT)
+    # Once the job ran, its deadline may only come closer.
+    raised = cluster.kubectl(
+        "patch", "vcjob", "late", "-n", namespace, "--type", "merge",
+        "-p", '{"spec": {"activeDeadlineSeconds": 600}}', check=False,
+    )  # fmt: skip
+    assert raised.returncode != 0
+    assert (
+        "spec.activeDeadlineSeconds: Invalid value: 600: may only be lowered once the job ran"
+        in raised.stderr
+    ), raised.stderr
     suspended = script(cluster, "vcjob", "job", "suspend", "-N", "late", "-n", namespace)
     assert suspended.returncode == 0, suspended.stderr
     wait_for(lambda: phase(cluster, namespace, "late"), lambda p: p == "Aborted", "Aborted", WAIT)
