@@ -57,6 +57,8 @@ class PodContext:
     # (mountPath, claimName) for every job volume whose PVC is known.
     claims: Sequence[tuple[str, str]]
     plugins: Sequence[PodPlugin]
+    # The job's attempt (`status.attempts`), on every pod so the logs of attempts differ.
+    attempt: int = 0
 
 
 def owner_reference(job: Job) -> WireObject:
@@ -196,6 +198,7 @@ def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
             labels.QUEUE_NAME_KEY: queue,
             labels.JOB_VERSION_KEY: str(ctx.version),
             labels.JOB_RETRY_COUNT_KEY: str(ctx.retry_count),
+            labels.ATTEMPT_KEY: str(ctx.attempt),
             labels.TEMPLATE_UID_KEY: labels.template_uid(job.name, task_name),
             labels.POD_GROUP_KEY: ctx.pod_group,
         }
@@ -230,4 +233,7 @@ def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
     pod: WireObject = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
     for plugin in ctx.plugins:
         plugin.on_pod(pod, task, index)
+    # After Volcano's own variables, which keep their order.
+    for container in containers(spec):
+        set_env(container, labels.ATTEMPT_ENV, str(ctx.attempt))
     return pod

@@ -99,6 +99,12 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
             _column("RUNNINGS", ".status.running", "integer", description="Running pods"),
             _AGE,
             _column("QUEUE", ".spec.queue", "string", priority=1),
+            _column(
+                "REASON",
+                ".status.reason",
+                "string",
+                description="Why a Pending job is blocked, or why a job failed",
+            ),
         ),
     ),
     CRDInfo(

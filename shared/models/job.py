@@ -174,6 +174,20 @@ class SuccessPolicy(KubeModel):
     rules: list[SuccessPolicyRule] = Field(default_factory=list, min_length=1, max_length=20)
 
 
+class RetryBackoff(KubeModel):
+    """Exponential backoff before a restarted job's pods are recreated (seconds)."""
+
+    base_seconds: int = Field(default=10, ge=1)
+    cap_seconds: int = Field(default=300, ge=1)
+
+
+class RetryPolicy(KubeModel):
+    """Retry budgets by cause and backoff between restarts (vcjob, not in Volcano)."""
+
+    infrastructure_retries: int | None = Field(default=None, ge=0)
+    backoff: RetryBackoff | None = None
+
+
 class JobSpec(KubeModel):
     scheduler_name: str | None = None
     min_available: int | None = Field(default=None, ge=0)
@@ -192,6 +206,9 @@ class JobSpec(KubeModel):
     network_topology: NetworkTopology | None = None
     # A duration string (Go's time.ParseDuration form); stored only, as in Volcano.
     running_estimate: str | None = None
+    # vcjob's lifecycle extensions (docs/lifecycle.md); unset, the job behaves as in Volcano.
+    active_deadline_seconds: int | None = Field(default=None, ge=1)
+    retry_policy: RetryPolicy | None = None
 
     @property
     def total_replicas(self) -> int:
@@ -214,6 +231,43 @@ class JobCondition(KubeModel):
     last_transition_time: str | None = None
 
 
+class TypedCondition(KubeModel):
+    """metav1.Condition: `status.typedConditions` beside Volcano's `conditions`."""
+
+    type: str
+    status: str = Field(json_schema_extra={"enum": ["True", "False", "Unknown"]})
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+class RestartCounts(KubeModel):
+    """Restarts carried out, by cause (docs/lifecycle.md)."""
+
+    application: int = 0
+    infrastructure: int = 0
+    operator: int = 0
+
+
+class FailedPod(KubeModel):
+    name: str
+    exit_code: int | None = None
+    reason: str | None = None
+
+
+class Attempt(KubeModel):
+    """One run of the job between restarts; `cause` says why it ended in a restart."""
+
+    index: int
+    start_time: str | None = None
+    end_time: str | None = None
+    cause: str | None = None
+    reason: str | None = None
+    backoff_seconds: float | None = None
+    failed_pods: list[FailedPod] | None = None
+
+
 class JobStatus(KubeModel):
     state: JobState = Field(default_factory=JobState)
     min_available: int | None = None
@@ -230,6 +284,14 @@ class JobStatus(KubeModel):
     succeeded_indexes: dict[str, str] | None = None
     controlled_resources: dict[str, str] | None = None
     conditions: list[JobCondition] | None = None
+    # vcjob's lifecycle extensions (docs/lifecycle.md).
+    start_time: str | None = None
+    suspended_seconds: int | None = None
+    suspended_since: str | None = None
+    restart_counts: RestartCounts | None = None
+    attempts: list[Attempt] | None = None
+    typed_conditions: list[TypedCondition] | None = None
+    reason: str | None = None
 
 
 class Job(KubeObject):

@@ -461,7 +461,7 @@ def test_controller_rbac_covers_what_it_does() -> None:
     assert verbs(role, "bus.volcano.sh", "commands") == {"list", "watch", "delete"}
     assert "create" in verbs(role, "scheduling.volcano.sh", "podgroups")
     # The queue controller keeps Queue states.
-    assert verbs(role, "scheduling.volcano.sh", "queues") == {"list", "watch", "patch"}
+    assert verbs(role, "scheduling.volcano.sh", "queues") == {"get", "list", "watch", "patch"}
     for resource in ("services", "configmaps", "secrets", "persistentvolumeclaims"):
         assert "create" in verbs(role, "", resource), resource
     # The ssh Secret is written by name: the controller reads no Secret.

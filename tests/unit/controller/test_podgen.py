@@ -50,6 +50,7 @@ def test_pod_names_labels_annotations_and_owner() -> None:
         labels.QUEUE_NAME_KEY: "default",
         labels.JOB_VERSION_KEY: "2",
         labels.JOB_RETRY_COUNT_KEY: "1",
+        labels.ATTEMPT_KEY: "0",
         labels.TEMPLATE_UID_KEY: "j-w",
         labels.POD_GROUP_KEY: f"j-{UID}",
     }

@@ -121,7 +121,10 @@ def test_job_names_scope_subresource_and_columns() -> None:
         "RUNNINGS",
         "AGE",
         "QUEUE",
+        "REASON",
     ]
+    assert columns["REASON"]["jsonPath"] == ".status.reason"
+    assert "priority" not in columns["REASON"]
     assert columns["STATUS"]["jsonPath"] == ".status.state.phase"
     assert columns["MINAVAILABLE"]["jsonPath"] == ".status.minAvailable"
     assert columns["RUNNINGS"]["jsonPath"] == ".status.running"
