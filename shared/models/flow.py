@@ -87,7 +87,9 @@ class DependsOn(KubeModel):
             "The phases of the target Jobs that meet this dependency (vcjob's extension; "
             "default [Completed]). Completed, Failed and Terminated may be named."
         ),
-        json_schema_extra={"items": {"type": "string", "enum": [p.value for p in DEPENDABLE_PHASES]}},
+        json_schema_extra={
+            "items": {"type": "string", "enum": [p.value for p in DEPENDABLE_PHASES]}
+        },
     )
 
 
