@@ -109,7 +109,9 @@ def test_two_separate_cycles_are_both_named() -> None:
 
 def test_a_long_chain_needs_no_deep_recursion() -> None:
     names = [f"s{i}" for i in range(5000)]
-    steps = [(names[0], [])] + [(names[i], [names[i - 1]]) for i in range(1, len(names))]
+    steps: list[tuple[str, list[str]]] = [(names[0], [])] + [
+        (names[i], [names[i - 1]]) for i in range(1, len(names))
+    ]
     assert validate_jobflow(flow(*steps)) == ([], [])
 
 
