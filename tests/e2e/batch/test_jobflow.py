@@ -147,3 +147,32 @@ def test_retain_policy_delete_removes_the_jobs(cluster: LocalCluster, namespace:
     status = get_json(cluster, "jf", "tidy", "-n", namespace)["status"]
     assert status["state"]["phase"] == "Succeed"
     assert sorted(status["completedJobs"]) == ["tidy-first", "tidy-second"]
+
+
+def test_a_dependency_on_failed_runs_the_cleanup_branch_with_a_patch(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    failing = template("work")
+    pod = failing["spec"]["tasks"][0]["template"]
+    pod["metadata"]["annotations"]["sim.vcjob.io/exit-code"] = "1"
+    flow = jobflow("guarded", {"work": [], "report": ["work"], "cleanup": ["work"]})
+    cleanup = flow["spec"]["flows"][2]
+    cleanup["dependsOn"]["phases"] = ["Failed"]
+    # The cleanup Job is the template with two replicas instead of one.
+    cleanup["patch"] = {"jobSpec": {"tasks": [{"name": "main", "replicas": 2}]}}
+    apply(cluster, namespace, failing, template("report"), template("cleanup"))
+    apply(cluster, namespace, flow)
+    wait_for(
+        lambda: flow_phase(cluster, namespace, "guarded"),
+        lambda phase: phase == "Succeed",
+        "the flow to succeed through its cleanup branch",
+        timeout=FLOW_WAIT,
+    )
+    jobs = {j["metadata"]["name"]: j for j in get_json(cluster, "vcjob", "-n", namespace)["items"]}
+    assert sorted(jobs) == ["guarded-cleanup", "guarded-work"]
+    assert jobs["guarded-work"]["status"]["state"]["phase"] == "Failed"
+    assert jobs["guarded-cleanup"]["status"]["state"]["phase"] == "Completed"
+    assert jobs["guarded-cleanup"]["spec"]["tasks"][0]["replicas"] == 2
+    status = get_json(cluster, "jf", "guarded", "-n", namespace)["status"]
+    assert status["failedJobs"] == ["guarded-work"]
+    assert status["completedJobs"] == ["guarded-cleanup"]
