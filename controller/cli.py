@@ -11,6 +11,7 @@ import click
 
 from controller.cronjob.shell import CronJobController
 from controller.elastic_loop import ElasticLoop
+from controller.jobflow.shell import JobFlowController
 from controller.queues.shell import QueueController
 from controller.runner import Controller
 from controller.settings import Settings
@@ -206,7 +207,7 @@ def run_controller(settings: Settings) -> int:
     controller.start()
     if settings.elastic:
         _start_elastic(settings, controller, stop)
-    # CronJobs and Queues: each with its own work queue, acting only while this process leads.
+    # CronJobs, Queues, JobFlows: each with its own work queue, acting only while this leads.
     loops = [c(controller.kube, controller.recorder, controller.is_leader) for c in _LOOPS]
     for loop in loops:
         loop.start()
@@ -219,9 +220,10 @@ def run_controller(settings: Settings) -> int:
     return 0
 
 
-_LOOPS: tuple[type[CronJobController] | type[QueueController], ...] = (
+_LOOPS: tuple[type[CronJobController] | type[QueueController] | type[JobFlowController], ...] = (
     CronJobController,
     QueueController,
+    JobFlowController,
 )
 
 

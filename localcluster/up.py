@@ -59,6 +59,13 @@ from shared.labels import (
     VALIDATE_PATH,
     VALIDATING_WEBHOOK_NAME,
 )
+from shared.models.flow import (
+    FLOW_GROUP,
+    JOBFLOW_VALIDATE_PATH,
+    JOBFLOW_VALIDATING_WEBHOOK_NAME,
+    JOBTEMPLATE_VALIDATE_PATH,
+    JOBTEMPLATE_VALIDATING_WEBHOOK_NAME,
+)
 
 log = logging.getLogger("localcluster.up")
 
@@ -189,6 +196,11 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
             "objectSelector": {},
         }
 
+    def flow_hook(name: str, path: str, resource: str) -> dict[str, Any]:
+        webhook = hook(name, path, ["CREATE", "UPDATE"], resource)
+        webhook["rules"][0]["apiGroups"] = [FLOW_GROUP]
+        return webhook
+
     mutating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
@@ -212,6 +224,10 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
                 CRONJOB_VALIDATE_PATH,
                 ["CREATE", "UPDATE"],
                 "cronjobs",
+            ),
+            flow_hook(JOBFLOW_VALIDATING_WEBHOOK_NAME, JOBFLOW_VALIDATE_PATH, "jobflows"),
+            flow_hook(
+                JOBTEMPLATE_VALIDATING_WEBHOOK_NAME, JOBTEMPLATE_VALIDATE_PATH, "jobtemplates"
             ),
         ],
     }

@@ -21,6 +21,15 @@ from shared import kubeschema, labels
 from shared.models import Command, Job, JobSpec, PodGroup, Queue
 from shared.models.base import KubeObject
 from shared.models.cronjob import CRONJOB_KIND, CronJob
+from shared.models.flow import (
+    FLOW_GROUP,
+    FLOW_VERSION,
+    JOBFLOW_KIND,
+    JOBTEMPLATE_KIND,
+    PARTIAL_JOB_SPEC,
+    JobFlow,
+    JobTemplate,
+)
 from shared.models.job import KUBERNETES_SCHEMA
 
 PRESERVE_KEY: Final = "x-kubernetes-preserve-unknown-fields"
@@ -165,6 +174,31 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
         short_names=("cronvcjob", "cronvj"),
         status_subresource=True,
     ),
+    # Volcano's JobFlow shows its phase; its JobTemplate has no printer columns (NAME and AGE).
+    CRDInfo(
+        model=JobFlow,
+        group=FLOW_GROUP,
+        version=FLOW_VERSION,
+        kind=JOBFLOW_KIND,
+        plural="jobflows",
+        scope="Namespaced",
+        short_names=("jf",),
+        status_subresource=True,
+        printer_columns=(
+            _column("Status", ".status.state.phase", "string"),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+        ),
+    ),
+    CRDInfo(
+        model=JobTemplate,
+        group=FLOW_GROUP,
+        version=FLOW_VERSION,
+        kind=JOBTEMPLATE_KIND,
+        plural="jobtemplates",
+        scope="Namespaced",
+        short_names=("jt",),
+        status_subresource=True,
+    ),
 )
 
 
@@ -199,8 +233,29 @@ def _kubernetes_type(name: str) -> dict[str, Any]:
     return kubeschema.structural(name)
 
 
+def _partial(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema without defaults, required fields or minimum list lengths, for a patch of the
+    object it describes (a default would overwrite the patched object's own value)."""
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("default", "required", "minItems"):
+            continue
+        if key == "properties":
+            out[key] = {name: _partial(child) for name, child in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            out[key] = _partial(value)
+        else:
+            out[key] = value
+    return out
+
+
 def _convert(node: dict[str, Any], defs: dict[str, Any], where: str) -> dict[str, Any]:
     node = _collapse_nullable(_resolve(node, defs), defs)
+    if node.get(PARTIAL_JOB_SPEC):
+        partial = _partial(job_spec_schema())
+        if "description" in node:
+            partial["description"] = node["description"]
+        return partial
     if KUBERNETES_SCHEMA in node:
         embedded = _kubernetes_type(str(node[KUBERNETES_SCHEMA]))
         if node.get("nullable"):
@@ -296,7 +351,7 @@ def build_crd(info: CRDInfo) -> dict[str, Any]:
 
 
 def build_crds() -> list[dict[str, Any]]:
-    """Job, Command, PodGroup, Queue and CronJob, in that order."""
+    """Job, Command, PodGroup, Queue, CronJob, JobFlow and JobTemplate, in that order."""
     return [build_crd(info) for info in CRDS]
 
 

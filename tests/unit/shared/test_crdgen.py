@@ -36,11 +36,13 @@ def _schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def test_the_five_crds_are_generated() -> None:
+def test_the_seven_crds_are_generated() -> None:
     assert sorted(CRDS) == [
         "commands.bus.volcano.sh",
         "cronjobs.batch.volcano.sh",
+        "jobflows.flow.volcano.sh",
         "jobs.batch.volcano.sh",
+        "jobtemplates.flow.volcano.sh",
         "podgroups.scheduling.volcano.sh",
         "queues.scheduling.volcano.sh",
     ]
@@ -184,3 +186,25 @@ def test_write_all_writes_one_file_per_crd(tmp_path: Path) -> None:
 def test_free_form_objects_must_be_typed_or_preserved() -> None:
     with pytest.raises(crdgen.SchemaError, match="free-form object"):
         crdgen._convert({"type": "object", "additionalProperties": True}, {}, "x")
+
+
+def test_jobflow_and_jobtemplate_names_columns_and_patch_schema() -> None:
+    flow = CRDS["jobflows.flow.volcano.sh"]["spec"]
+    template = CRDS["jobtemplates.flow.volcano.sh"]["spec"]
+    assert flow["names"]["shortNames"] == ["jf"]
+    assert template["names"]["shortNames"] == ["jt"]
+    (version,) = flow["versions"]
+    assert [(c["name"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
+        ("Status", ".status.state.phase"),
+        ("Age", ".metadata.creationTimestamp"),
+    ]
+    assert "additionalPrinterColumns" not in template["versions"][0]
+    flows = _schema("jobflows.flow.volcano.sh")["properties"]["spec"]["properties"]["flows"]
+    patch = flows["items"]["properties"]["patch"]["properties"]["jobSpec"]
+    # A patch is typed like a Job's spec but defaults nothing (maxRetry would overwrite the
+    # template's) and requires nothing.
+    assert patch["properties"]["tasks"]["items"]["properties"]["replicas"]["type"] == "integer"
+    assert "default" not in patch["properties"]["maxRetry"]
+    assert "minItems" not in patch["properties"]["tasks"]
+    template_spec = _schema("jobtemplates.flow.volcano.sh")["properties"]["spec"]
+    assert template_spec == crdgen.job_spec_schema()
