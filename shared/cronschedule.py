@@ -75,7 +75,7 @@ def _number(text: str, bounds: FieldBounds) -> int:
 
 
 def _range_problem(expr: str, bounds: FieldBounds) -> str | None:
-    """robfig's getRange checks for one comma-separated part (`*`, `N`, `N-M`, each with `/step`)."""
+    """robfig's getRange checks on one comma-separated part: `*`, `N` or `N-M`, with `/step`."""
     range_and_step = expr.split("/")
     low_and_high = range_and_step[0].split("-")
     try:
@@ -199,9 +199,7 @@ def parse_schedule(text: str) -> CronSchedule:
                 raise ScheduleError(f"unknown name {word!r} in field {field!r}")
     if problems := field_range_problems(expression):
         raise ScheduleError("; ".join(problems))
-    expression = " ".join(
-        ",".join(filter(None, f.split(","))).replace("?", "*") for f in fields
-    )
+    expression = " ".join(",".join(filter(None, f.split(","))).replace("?", "*") for f in fields)
     try:
         croniter(expression, datetime(2000, 1, 1, tzinfo=UTC))
     except (CroniterBadCronError, ValueError, KeyError) as exc:
