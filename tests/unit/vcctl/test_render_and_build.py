@@ -178,9 +178,9 @@ def test_bad_resources_are_refused(text: str) -> None:
         (["queue", "get"], "name is mandatory to get the particular queue details"),
     ],
 )
-def test_usage_errors_are_one_line_with_exit_255(argv: list[str], message: str) -> None:
+def test_usage_errors_are_one_line_with_exit_2(argv: list[str], message: str) -> None:
     result = CliRunner().invoke(main, argv)
-    assert result.exit_code == 255, result.output
+    assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1, result.output
     assert message in lines[0]
