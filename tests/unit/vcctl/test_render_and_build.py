@@ -104,9 +104,24 @@ def test_job_view_sections_and_events() -> None:
     assert text.splitlines()[0] == "Name:\ttrain"
     for line in ("Spec:", "  Min Available:\t", "Status:", "    Phase:\tRunning", "Events:"):
         assert line in text
-    assert re.search(r"Type\s+Reason\s+Age\s+Form\s+Message", text)
+    assert re.search(r"^  Type\s+Reason\s+Age\s+From\s+Message$", text, re.MULTILINE)
+    assert "Form" not in text
     assert "5m (x3 over 10m)" in text
     assert job_view(job("train"), [], datetime.now(UTC)).endswith("Events: \t<none>")
+
+
+def test_job_view_shows_every_plugin_with_its_arguments() -> None:
+    plugins = {"pytorch": ["--master=master", "--port=23456"], "svc": [], "tensorflow": []}
+    shown = job("train")
+    shown["spec"]["plugins"] = plugins
+    lines = job_view(shown, [], datetime.now(UTC)).splitlines()
+    start = lines.index("  Plugins:")
+    assert lines[start + 1 : start + 4] == [
+        '    Pytorch:\t["--master=master", "--port=23456"]',
+        "    Svc:\t[]",
+        "    Tensorflow:\t[]",
+    ]
+    assert lines[start + 4] == "  Queue:\tdefault"
 
 
 def test_job_command_is_owned_by_and_targets_the_job() -> None:
