@@ -102,8 +102,10 @@ def resolve_log_format(fmt: str, is_terminal: bool) -> Literal["json", "text"]:
     """The format to write: `auto` is text for a terminal and JSON for anything else."""
     if fmt == "auto":
         return "text" if is_terminal else "json"
-    if fmt == "json" or fmt == "text":
-        return fmt
+    if fmt == "json":
+        return "json"
+    if fmt == "text":
+        return "text"
     raise ValueError(f"log format must be auto, json or text, not {fmt!r}")
 
 
