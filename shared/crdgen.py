@@ -312,7 +312,6 @@ def openapi_schema(model: type[KubeObject]) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if model.__doc__:
         schema["description"] = " ".join(model.__doc__.split())
-    # `spec` and `status` are described by their field's docstring, else their model's.
     return schema
 
 

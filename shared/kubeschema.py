@@ -61,6 +61,7 @@ def load_definitions() -> dict[str, Schema]:
     return loaded
 
 
+@cache
 def kubernetes_version() -> str:
     """The Kubernetes version the definitions come from (`v1.34.4`)."""
     text = (resources.files("shared") / DATA_FILE).read_text(encoding="utf-8")
