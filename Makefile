@@ -82,8 +82,10 @@ bench: install tools cluster
 crds: install
 	$(VENV)/bin/vcjob crds --write charts/vcjob/files/crds
 
-# The Kubernetes schema definitions vcjob keeps in shared/data (from kubernetes-validate).
-kubeschema: install
+# The Kubernetes schema definitions vcjob keeps in shared/data, from the OpenAPI of the
+# k8s.io/kubernetes module controlplane/go.mod pins (in Go's module cache once the control plane is
+# built). Run `make kubeschema crds` after changing that version.
+kubeschema: cluster
 	$(PY) scripts/generate_kubeschema.py
 
 clean:

@@ -19,7 +19,7 @@ from kubeio.client import load_api_client
 from kubeio.signals import install_stop_signals
 from shared.cli import require_free_ports, require_kubeconfig, show_environment_variables
 from shared.duration import parse_duration
-from shared.logging import configure_logging
+from shared.logging import LOG_FORMAT_CHOICES, configure_logging, stderr_log_format
 
 log = logging.getLogger("controller")
 
@@ -107,7 +107,13 @@ DURATION = DurationParam()
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
     default="info",
 )
-@click.option("--log-format", type=click.Choice(["json", "text"]), default="json")
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMAT_CHOICES),
+    default="auto",
+    show_default=True,
+    help="Log format: auto (text when stderr is a terminal, JSON lines otherwise), json or text.",
+)
 @click.option(
     "--elastic/--no-elastic",
     default=True,
@@ -177,7 +183,7 @@ def controller_command(**options: Any) -> None:
         disable_network_policy=options["disable_network_policy"],
         ssh_key_type=cast(Literal["rsa", "ed25519"], options["ssh_key_type"]),
         log_level=options["log_level"],
-        log_format=cast(Literal["json", "text"], options["log_format"]),
+        log_format=stderr_log_format(options["log_format"]),
         elastic=options["elastic"],
         elastic_period=options["elastic_period"],
         elastic_dry_run=options["elastic_dry_run"],

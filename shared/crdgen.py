@@ -7,6 +7,11 @@ dropped, and unknown fields are pruned everywhere except where a model marks a n
 Kubernetes type it names, inlined from the API's own definitions (`shared.kubeschema`): the full
 PodTemplateSpec under task templates, PersistentVolumeClaimSpec under volume claims, quantities for
 resource lists, so kubectl's strict field validation catches a typo inside a pod template.
+
+Descriptions: a model's docstring describes its object and the docstring under a field describes
+the field (pydantic's `use_attribute_docstrings`); embedded Kubernetes types keep Kubernetes' own
+descriptions. `kubectl explain vcjob.spec.tasks.template.spec.containers` therefore reads as it
+does for a Pod, and `undescribed_fields` lists any field left without one.
 """
 
 from __future__ import annotations
@@ -163,7 +168,8 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
             _AGE,
         ),
     ),
-    # Volcano's CronJob CRD has no printer columns of its own: kubectl shows NAME and AGE.
+    # Kubernetes' CronJob columns (Volcano's CRD has none, so kubectl showed only NAME and AGE);
+    # ACTIVE names the running Jobs, where Kubernetes' built-in printer counts them.
     CRDInfo(
         model=CronJob,
         group=labels.BATCH_GROUP,
@@ -173,6 +179,19 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
         scope="Namespaced",
         short_names=("cronvcjob", "cronvj"),
         status_subresource=True,
+        printer_columns=(
+            _column("SCHEDULE", ".spec.schedule", "string", description="When Jobs are created"),
+            _column("TIMEZONE", ".spec.timeZone", "string", priority=1),
+            _column("SUSPEND", ".spec.suspend", "boolean", description="No new runs when true"),
+            _column("ACTIVE", ".status.active[*].name", "string", description="Running Jobs"),
+            _column(
+                "LAST SCHEDULE",
+                ".status.lastScheduleTime",
+                "date",
+                description="The time of the last run",
+            ),
+            _AGE,
+        ),
     ),
     # Volcano's JobFlow shows its phase; its JobTemplate has no printer columns (NAME and AGE).
     CRDInfo(
@@ -251,6 +270,8 @@ def _partial(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _convert(node: dict[str, Any], defs: dict[str, Any], where: str) -> dict[str, Any]:
     node = _collapse_nullable(_resolve(node, defs), defs)
+    if isinstance(node.get("description"), str):
+        node = {**node, "description": " ".join(node["description"].split())}
     if node.get(PARTIAL_JOB_SPEC):
         partial = _partial(job_spec_schema())
         if "description" in node:
@@ -260,6 +281,8 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], where: str) -> dict[str
         embedded = _kubernetes_type(str(node[KUBERNETES_SCHEMA]))
         if node.get("nullable"):
             embedded["nullable"] = True
+        if node.get("description"):
+            embedded["description"] = node["description"]
         return embedded
     out: dict[str, Any] = {}
     for key in _KEPT:
@@ -290,6 +313,45 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], where: str) -> dict[str
     return out
 
 
+# Every object's apiVersion, kind and metadata, described as Kubernetes describes them.
+_OBJECT_HEADER: Final[dict[str, dict[str, str]]] = {
+    "apiVersion": {
+        "type": "string",
+        "description": "APIVersion defines the versioned schema of this representation of an "
+        "object. Servers should convert recognized schemas to the latest internal value, and may "
+        "reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/"
+        "sig-architecture/api-conventions.md#resources",
+    },
+    "kind": {
+        "type": "string",
+        "description": "Kind is a string value representing the REST resource this object "
+        "represents. Servers may infer this from the endpoint the client submits requests to. "
+        "Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/"
+        "devel/sig-architecture/api-conventions.md#types-kinds",
+    },
+    # The API server refuses anything but a type here; `kubectl explain` describes ObjectMeta.
+    "metadata": {"type": "object"},
+}
+
+
+def undescribed_fields(schema: dict[str, Any], path: str = "") -> list[str]:
+    """The field paths of a CRD schema that have no description (`kubectl explain` would show
+    `<no description>`), `[*]` for list items and `{*}` for map values; a top-level `metadata`
+    is described by the API server itself."""
+    missing: list[str] = []
+    for name, child in (schema.get("properties") or {}).items():
+        where = f"{path}.{name}" if path else name
+        if where == "metadata":
+            continue
+        if not str(child.get("description") or "").strip():
+            missing.append(where)
+        missing.extend(undescribed_fields(child, where))
+    for key, mark in (("items", "[*]"), ("additionalProperties", "{*}")):
+        if isinstance(schema.get(key), dict):
+            missing.extend(undescribed_fields(schema[key], f"{path}{mark}"))
+    return missing
+
+
 def job_spec_schema() -> dict[str, Any]:
     """The Job's `spec` schema, for resources that embed a JobSpec (a CronJob's jobTemplate)."""
     source = JobSpec.model_json_schema(by_alias=True, mode="validation")
@@ -300,11 +362,7 @@ def openapi_schema(model: type[KubeObject]) -> dict[str, Any]:
     """The structural `openAPIV3Schema` of a top-level object."""
     source = model.model_json_schema(by_alias=True, mode="validation")
     defs: dict[str, Any] = source.get("$defs", {})
-    properties: dict[str, Any] = {
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
-        "metadata": {"type": "object"},
-    }
+    properties: dict[str, Any] = {name: dict(schema) for name, schema in _OBJECT_HEADER.items()}
     for name, child in source["properties"].items():
         if name in _TOP_LEVEL[:3]:
             continue

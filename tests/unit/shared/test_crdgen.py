@@ -93,7 +93,12 @@ def test_unknown_fields_are_preserved_only_where_intended(name: str) -> None:
 
 def test_optional_fields_are_nullable_and_keep_their_constraints() -> None:
     task = _schema("jobs.batch.volcano.sh")["properties"]["spec"]["properties"]["tasks"]["items"]
-    assert task["properties"]["replicas"] == {"type": "integer", "minimum": 0, "nullable": True}
+    assert task["properties"]["replicas"] == {
+        "type": "integer",
+        "description": "The number of pods of the task.",
+        "minimum": 0,
+        "nullable": True,
+    }
     assert task["properties"]["topologyPolicy"]["enum"] == [
         "none",
         "best-effort",
@@ -108,6 +113,44 @@ def test_optional_fields_are_nullable_and_keep_their_constraints() -> None:
 
 def test_job_spec_schema_is_the_job_crds_spec() -> None:
     assert crdgen.job_spec_schema() == _schema("jobs.batch.volcano.sh")["properties"]["spec"]
+
+
+@pytest.mark.parametrize("name", sorted(CRDS))
+def test_every_field_is_described_for_kubectl_explain(name: str) -> None:
+    schema = _schema(name)
+    assert crdgen.undescribed_fields(schema) == []
+    assert schema["description"]
+    assert schema["properties"]["spec"]["description"] if "spec" in schema["properties"] else True
+
+
+def test_an_undescribed_field_is_found() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "description": "A."},
+            "b": {"type": "array", "items": {"type": "object", "properties": {"c": {}}}},
+            "d": {
+                "type": "object",
+                "description": "D.",
+                "additionalProperties": {"properties": {"e": {"description": " "}}},
+            },
+        },
+    }
+    assert crdgen.undescribed_fields(schema) == ["b", "b[*].c", "d{*}.e"]
+
+
+def test_cronjob_columns_are_kubernetes_cronjobs() -> None:
+    version = CRDS["cronjobs.batch.volcano.sh"]["spec"]["versions"][0]
+    printed = version["additionalPrinterColumns"]
+    columns = [(c["name"], c["jsonPath"], c.get("priority", 0)) for c in printed]
+    assert columns == [
+        ("SCHEDULE", ".spec.schedule", 0),
+        ("TIMEZONE", ".spec.timeZone", 1),
+        ("SUSPEND", ".spec.suspend", 0),
+        ("ACTIVE", ".status.active[*].name", 0),
+        ("LAST SCHEDULE", ".status.lastScheduleTime", 0),
+        ("AGE", ".metadata.creationTimestamp", 0),
+    ]
 
 
 def test_job_names_scope_subresource_and_columns() -> None:
