@@ -215,6 +215,5 @@ class JobTemplate(KubeObject):
     api_version: str | None = FLOW_API_VERSION
     kind: str | None = JOBTEMPLATE_KIND
     spec: JobSpec = Field(default_factory=JobSpec)
-    """The spec of the Jobs made from the template."""
     status: JobTemplateStatus | None = None
     """The Jobs made from the template."""
