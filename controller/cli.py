@@ -15,6 +15,7 @@ from controller.gates import GateError, enabled, parse_gates
 from controller.queues.shell import QueueController
 from controller.runner import Controller
 from controller.settings import Settings
+from controller.volcanometrics import QueueCollector
 from controller.workloads.shell import CONTROLLER_NAME as PG_CONTROLLER
 from controller.workloads.shell import PodGroupController
 from kubeio.client import load_api_client
@@ -244,6 +245,8 @@ def run_controller(settings: Settings) -> int:
             )
         )
     for loop in loops:
+        if isinstance(loop, QueueController):
+            controller.metrics.registry.register(QueueCollector(loop.watched))
         loop.start()
     while not stop.wait(1.0):
         pass

@@ -410,6 +410,8 @@ class Controller:
             with self._memory_lock:
                 self._memory.pop(key, None)
             self.cache.take_edges(key)
+            if job is None:
+                self.metrics.volcano_jobs.forget(key)
             if job is None and view.commands:
                 self._delete_orphan_commands(key, view.commands)
             return None, False
