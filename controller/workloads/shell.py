@@ -124,9 +124,6 @@ class PodGroupController(KeyWorkers):
         else:
             log.exception("podgroup sync crashed", extra={"key": key})
 
-    def healthy(self) -> bool:
-        return all(informer.alive() for informer in self.informers())
-
     # --- one sync --------------------------------------------------------------------------
 
     def _sync_pod(self, pod: Mapping[str, Any], *, sync_existing: bool) -> None:
