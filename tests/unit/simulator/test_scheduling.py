@@ -905,3 +905,18 @@ def test_an_unknown_gang_whose_replacements_fit_is_running_again() -> None:
         ("Scheduled", "True"),
     ]
     assert decisions.events == ()
+
+
+def test_a_running_gang_whose_replacement_meets_tainted_nodes_is_unknown_and_says_why() -> None:
+    """Volcano's jobseq suite taints every node, then deletes a pod of a running gang."""
+    taint = Taint("unschedulable-taint-key", "NoSchedule", "unschedulable-taint-val")
+    nodes = [node("n1", taints=(taint,)), node("n2", taints=(taint,))]
+    group = replace(gang("pg", 2, phase="Running"), running=2)
+    pods = [pod("a", group="pg", on="n1", phase="Running"), pod("b", group="pg")]
+    decisions = schedule(nodes, pods, [group], queues=[queue()], now=NOW)
+    assert decisions.bind == ()
+    (status,) = decisions.podgroup_status
+    assert status.phase == "Unknown"
+    message = status.conditions[0].message
+    assert message.startswith("1/2 tasks in gang unschedulable")
+    assert "2 node(s) had untolerated taint(s)" in message
