@@ -154,7 +154,9 @@ def test_rollout_moves_the_podgroup_to_the_new_replicaset(
     )
 
 
-def test_bare_pod_and_batch_job_get_their_podgroups(cluster: LocalCluster, namespace: str) -> None:
+def test_bare_pod_batch_job_and_replication_controller_get_their_podgroups(
+    cluster: LocalCluster, namespace: str
+) -> None:
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare"}}
     pod.update(template({"app": "bare"}))
     pod["metadata"]["name"] = "bare"
@@ -176,13 +178,28 @@ def test_bare_pod_and_batch_job_get_their_podgroups(cluster: LocalCluster, names
         },
     }
     apply(cluster, namespace, job)
+    # Volcano's jobp suite: a ReplicationController's pod gets a PodGroup that runs.
+    controller = {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": "rc-volcano"},
+        "spec": {"replicas": 1, "selector": {"app": "rc"}, "template": template({"app": "rc"})},
+    }
+    apply(cluster, namespace, controller)
     bare_uid = get_json(cluster, namespace, "pod", "bare")["metadata"]["uid"]
     job_uid = get_json(cluster, namespace, "job.batch", "batch")["metadata"]["uid"]
+    rc_uid = get_json(cluster, namespace, "rc", "rc-volcano")["metadata"]["uid"]
     groups = wait_for(
         lambda: podgroups(cluster, namespace),
-        lambda gs: {f"podgroup-{bare_uid}", f"podgroup-{job_uid}"} <= set(gs),
-        "both PodGroups",
+        lambda gs: (
+            {f"podgroup-{bare_uid}", f"podgroup-{job_uid}"} <= set(gs)
+            and (gs.get(f"podgroup-{rc_uid}", {}).get("status") or {}).get("phase") == "Running"
+        ),
+        "the three PodGroups, the ReplicationController's Running",
         WAIT,
+    )
+    assert groups[f"podgroup-{rc_uid}"]["metadata"]["ownerReferences"][0]["kind"] == (
+        "ReplicationController"
     )
     bare = groups[f"podgroup-{bare_uid}"]
     assert bare["metadata"]["ownerReferences"][0]["kind"] == "Pod"
@@ -191,11 +208,11 @@ def test_bare_pod_and_batch_job_get_their_podgroups(cluster: LocalCluster, names
     assert batch["metadata"]["ownerReferences"][0]["kind"] == "Job"
     assert batch["spec"]["minMember"] == 2
 
-    cluster.kubectl("delete", "-n", namespace, "pod/bare", "--wait=false")
+    cluster.kubectl("delete", "-n", namespace, "pod/bare", "rc/rc-volcano", "--wait=false")
     cluster.kubectl(
         "delete", "-n", namespace, "job.batch/batch", "--cascade=foreground", "--wait=false"
     )
-    wait_for(lambda: podgroups(cluster, namespace), lambda gs: not gs, "both PodGroups gone", WAIT)
+    wait_for(lambda: podgroups(cluster, namespace), lambda gs: not gs, "the PodGroups gone", WAIT)
 
 
 def test_pods_of_other_schedulers_or_with_a_group_get_none(
