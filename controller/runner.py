@@ -148,8 +148,9 @@ class Controller:
         self.metrics = metrics or Metrics()
         self._owns_client = kube is None
         if kube is None:
-            # Our own pool: ten watches hold a connection each, plus workers and parallel creates.
-            api_client = pooled_copy(api_client, 16 + settings.workers + 2 * CREATE_PARALLELISM)
+            # Our own pool: the watches (the job controller's ten, the queue, CronJob and PodGroup
+            # controllers' eleven) hold a connection each, plus workers and parallel creates.
+            api_client = pooled_copy(api_client, 24 + settings.workers + 2 * CREATE_PARALLELISM)
             kube = Kube(
                 api_client,
                 qps=settings.qps,
@@ -415,6 +416,8 @@ class Controller:
             with self._memory_lock:
                 self._memory.pop(key, None)
             self.cache.take_edges(key)
+            if job is None:
+                self.metrics.volcano_jobs.forget(key)
             if job is None and view.commands:
                 self._delete_orphan_commands(key, view.commands)
             return None, False

@@ -48,6 +48,9 @@ class Settings:
     elastic_min_growth: float = 0.0
     elastic_resize_cooldown: float = 0.0
     gpu_resource: str = "nvidia.com/gpu"
+    # Volcano's `--controllers` gates (see controller.gates).
+    controllers: tuple[str, ...] = ("*",)
+    inherit_owner_annotations: bool = True
 
     def plan_settings(self) -> PlanSettings:
         return PlanSettings(

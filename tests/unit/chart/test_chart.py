@@ -495,6 +495,10 @@ def test_controller_rbac_covers_what_it_does() -> None:
     for resource in ("jobflows", "jobtemplates"):
         assert verbs(role, "flow.volcano.sh", resource) == {"list", "watch"}
         assert verbs(role, "flow.volcano.sh", f"{resource}/status") == {"update"}
+    # The PodGroup controller watches plain workloads for their annotations and replicas.
+    for resource in ("replicasets", "statefulsets", "daemonsets"):
+        assert verbs(role, "apps", resource) == {"list", "watch"}, resource
+    assert verbs(role, "batch", "jobs") == {"list", "watch"}
     leases = one(docs, "Role", "vcjob-controller-leader-election")
     assert leases["metadata"]["namespace"] == NAMESPACE
     assert verbs(leases, "coordination.k8s.io", "leases") == {"get", "create", "update"}
