@@ -14,6 +14,8 @@ ENABLED = [
     ("queue-controller", "pg-controller", False),
     ("+pg-controller", "pg-controller", True),
     ("", "pg-controller", False),
+    ("*,-jobflow-controller", "jobflow-controller", False),
+    ("*,-jobflow-controller", "cronjob-controller", True),
 ]
 
 
