@@ -117,12 +117,12 @@ def test_closed_queue_and_capability_refuse_admission(client: KubeClient, namesp
         "the capability refusal",
     )
     assert "capability" in condition(big, "Unschedulable")["message"]
-    opened = wait_for(
+    # The queue opens and counts its one Pending PodGroup (the count may follow the state).
+    wait_for(
         lambda: client.get(QUEUES, name),
-        lambda q: q.get("status", {}).get("state") == "Open",
-        "Open",
+        lambda q: q.get("status", {}).get("state") == "Open" and q["status"].get("pending") == 1,
+        "Open with one Pending PodGroup",
     )
-    assert opened["status"]["pending"] == 1
     client.patch(QUEUES, name, {"status": {"state": "Closed"}}, subresource="status")
     # The scheduler acts on its watch of Queues: give the change time to arrive, as a user who
     # closes a queue and submits right after may see one more admission too.
