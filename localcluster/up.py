@@ -54,8 +54,24 @@ from shared.labels import (
     CRONJOB_VALIDATE_PATH,
     CRONJOB_VALIDATING_WEBHOOK_NAME,
     DEFAULT_QUEUE,
+    HYPERNODE_VALIDATE_PATH,
+    HYPERNODE_VALIDATING_WEBHOOK_NAME,
     MUTATE_PATH,
     MUTATING_WEBHOOK_NAME,
+    POD_VALIDATE_PATH,
+    POD_VALIDATING_WEBHOOK_NAME,
+    PODGROUP_MUTATE_PATH,
+    PODGROUP_MUTATING_WEBHOOK_NAME,
+    PODGROUP_VALIDATE_PATH,
+    PODGROUP_VALIDATING_WEBHOOK_NAME,
+    QUEUE_MUTATE_PATH,
+    QUEUE_MUTATING_WEBHOOK_NAME,
+    QUEUE_VALIDATE_PATH,
+    QUEUE_VALIDATING_WEBHOOK_NAME,
+    SCHEDULING_GROUP,
+    SCHEDULING_VERSION,
+    TOPOLOGY_GROUP,
+    TOPOLOGY_VERSION,
     VALIDATE_PATH,
     VALIDATING_WEBHOOK_NAME,
 )
@@ -167,27 +183,71 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
     ca_bundle = base64.b64encode(ca_pem).decode()
     labels = {"app.kubernetes.io/name": "vcjob", "app.kubernetes.io/component": "webhook"}
 
-    def hook(name: str, path: str, operations: list[str], resource: str = "jobs") -> dict[str, Any]:
+    def hook(
+        name: str,
+        path: str,
+        operations: list[str],
+        resource: str = "jobs",
+        group: str = "batch.volcano.sh",
+        version: str = "v1alpha1",
+        scope: str = "Namespaced",
+        failure_policy: str = "Fail",
+    ) -> dict[str, Any]:
         return {
             "name": name,
             "admissionReviewVersions": ["v1"],
             "sideEffects": "None",
-            "failurePolicy": "Fail",
+            "failurePolicy": failure_policy,
             "matchPolicy": "Equivalent",
             "timeoutSeconds": 5,
             "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle},
             "rules": [
                 {
-                    "apiGroups": ["batch.volcano.sh"],
-                    "apiVersions": ["v1alpha1"],
+                    "apiGroups": [group],
+                    "apiVersions": [version],
                     "operations": operations,
                     "resources": [resource],
-                    "scope": "Namespaced",
+                    "scope": scope,
                 }
             ],
             "namespaceSelector": {},
             "objectSelector": {},
         }
+
+    scheduling = {"group": SCHEDULING_GROUP, "version": SCHEDULING_VERSION}
+    topology = {"group": TOPOLOGY_GROUP, "version": TOPOLOGY_VERSION, "scope": "Cluster"}
+    queues = {**scheduling, "resource": "queues", "scope": "Cluster"}
+    podgroups = {**scheduling, "resource": "podgroups"}
+    extra_mutating = [
+        hook(QUEUE_MUTATING_WEBHOOK_NAME, QUEUE_MUTATE_PATH, ["CREATE"], **queues),
+        hook(PODGROUP_MUTATING_WEBHOOK_NAME, PODGROUP_MUTATE_PATH, ["CREATE"], **podgroups),
+    ]
+    extra_validating = [
+        hook(
+            QUEUE_VALIDATING_WEBHOOK_NAME,
+            QUEUE_VALIDATE_PATH,
+            ["CREATE", "UPDATE", "DELETE"],
+            **queues,
+        ),
+        hook(PODGROUP_VALIDATING_WEBHOOK_NAME, PODGROUP_VALIDATE_PATH, ["CREATE"], **podgroups),
+        # Every pod of the cluster passes here: a webhook that is down must not stop them.
+        hook(
+            POD_VALIDATING_WEBHOOK_NAME,
+            POD_VALIDATE_PATH,
+            ["CREATE"],
+            resource="pods",
+            group="",
+            version="v1",
+            failure_policy="Ignore",
+        ),
+        hook(
+            HYPERNODE_VALIDATING_WEBHOOK_NAME,
+            HYPERNODE_VALIDATE_PATH,
+            ["CREATE", "UPDATE"],
+            resource="hypernodes",
+            **topology,
+        ),
+    ]
 
     mutating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -199,6 +259,7 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
                 **hook(CRONJOB_MUTATING_WEBHOOK_NAME, CRONJOB_MUTATE_PATH, ["CREATE"], "cronjobs"),
                 "reinvocationPolicy": "Never",
             },
+            *({**h, "reinvocationPolicy": "Never"} for h in extra_mutating),
         ],
     }
     validating = {
@@ -213,6 +274,7 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
                 ["CREATE", "UPDATE"],
                 "cronjobs",
             ),
+            *extra_validating,
         ],
     }
     return mutating, validating

@@ -22,6 +22,12 @@ from shared.models import Command, Job, JobSpec, PodGroup, Queue
 from shared.models.base import KubeObject
 from shared.models.cronjob import CRONJOB_KIND, CronJob
 from shared.models.job import KUBERNETES_SCHEMA
+from shared.models.topology import (
+    HYPERNODE_KIND,
+    TOPOLOGY_GROUP,
+    TOPOLOGY_VERSION,
+    HyperNode,
+)
 
 PRESERVE_KEY: Final = "x-kubernetes-preserve-unknown-fields"
 
@@ -45,6 +51,7 @@ _KEPT: Final = (
     "required",
     "nullable",
     PRESERVE_KEY,
+    "x-kubernetes-validations",
 )
 _TOP_LEVEL: Final = ("apiVersion", "kind", "metadata", "spec", "status")
 
@@ -158,6 +165,23 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
         scope="Namespaced",
         short_names=("cronvcjob", "cronvj"),
         status_subresource=True,
+    ),
+    # Volcano's network topology (its scheduler reads it; vcjob's webhook checks its members).
+    CRDInfo(
+        model=HyperNode,
+        group=TOPOLOGY_GROUP,
+        version=TOPOLOGY_VERSION,
+        kind=HYPERNODE_KIND,
+        plural="hypernodes",
+        scope="Cluster",
+        short_names=("hn",),
+        status_subresource=True,
+        printer_columns=(
+            _column("TIER", ".spec.tier", "string"),
+            _column("TIERNAME", ".spec.tierName", "string"),
+            _column("NODECOUNT", ".status.nodeCount", "integer"),
+            _AGE,
+        ),
     ),
 )
 
@@ -290,7 +314,7 @@ def build_crd(info: CRDInfo) -> dict[str, Any]:
 
 
 def build_crds() -> list[dict[str, Any]]:
-    """Job, Command, PodGroup, Queue and CronJob, in that order."""
+    """Job, Command, PodGroup, Queue, CronJob and HyperNode, in that order."""
     return [build_crd(info) for info in CRDS]
 
 

@@ -49,6 +49,22 @@ CRONJOB_VALIDATE_PATH: Final = "/validate-batch-volcano-sh-v1alpha1-cronjob"
 CRONJOB_MUTATING_WEBHOOK_NAME: Final = "mutatecronjob.vcjob.volcano.sh"
 CRONJOB_VALIDATING_WEBHOOK_NAME: Final = "validatecronjob.vcjob.volcano.sh"
 
+# Volcano's other objects, at the paths of Volcano's webhook manager.
+TOPOLOGY_GROUP: Final = "topology.volcano.sh"
+TOPOLOGY_VERSION: Final = "v1alpha1"
+QUEUE_MUTATE_PATH: Final = "/queues/mutate"
+QUEUE_VALIDATE_PATH: Final = "/queues/validate"
+PODGROUP_MUTATE_PATH: Final = "/podgroups/mutate"
+PODGROUP_VALIDATE_PATH: Final = "/podgroups/validate"
+POD_VALIDATE_PATH: Final = "/pods/validate"
+HYPERNODE_VALIDATE_PATH: Final = "/hypernodes/validate"
+QUEUE_MUTATING_WEBHOOK_NAME: Final = "mutatequeue.vcjob.volcano.sh"
+QUEUE_VALIDATING_WEBHOOK_NAME: Final = "validatequeue.vcjob.volcano.sh"
+PODGROUP_MUTATING_WEBHOOK_NAME: Final = "mutatepodgroup.vcjob.volcano.sh"
+PODGROUP_VALIDATING_WEBHOOK_NAME: Final = "validatepodgroup.vcjob.volcano.sh"
+POD_VALIDATING_WEBHOOK_NAME: Final = "validatepod.vcjob.volcano.sh"
+HYPERNODE_VALIDATING_WEBHOOK_NAME: Final = "validatehypernode.vcjob.volcano.sh"
+
 
 def pod_name(job: str, task: str, index: int) -> str:
     return f"{job}-{task}-{index}"
