@@ -63,6 +63,7 @@ class JobPhase(StrEnum):
 
 FINISHED_PHASES: Final = frozenset({JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.TERMINATED})
 TOPOLOGY_POLICIES: Final = ("none", "best-effort", "restricted", "single-numa-node")
+DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 SUPPORTED_PLUGINS: Final = (
     "env",
     "svc",
@@ -131,7 +132,11 @@ class PartitionPolicy(KubeModel):
 
 
 class TaskSpec(KubeModel):
-    name: str | None = None
+    # Schema-only bounds, as in Volcano's CRD (the API server refuses first, with its own
+    # "should match" wording); the webhook's own checks give the detailed message.
+    name: str | None = Field(
+        default=None, json_schema_extra={"maxLength": 63, "pattern": DNS_LABEL_PATTERN}
+    )
     replicas: int | None = Field(default=None, ge=0)
     min_available: int | None = Field(default=None, ge=0)
     max_retry: int | None = Field(default=None, ge=0)
@@ -159,7 +164,7 @@ class TaskSpec(KubeModel):
 
 
 class VolumeSpec(KubeModel):
-    mount_path: str
+    mount_path: str = Field(json_schema_extra={"minLength": 1, "pattern": "^[^:]+$"})
     volume_claim_name: str | None = None
     volume_claim: dict[str, Any] | None = Field(default=None, json_schema_extra=PVC_SPEC)
 

@@ -142,9 +142,9 @@ def pod(annotations: dict[str, str], scheduler: str = "volcano") -> dict[str, An
         (
             {MIN: "100%"},
             [
-                'metadata.annotations[volcano.sh/jdb-min-available]: Invalid value: "100%": invalid '
-                'value <"100%"> for volcano.sh/jdb-min-available, it must be a valid percentage '
-                "which between 1% ~ 99%"
+                'metadata.annotations[volcano.sh/jdb-min-available]: Invalid value: "100%": '
+                'invalid value <"100%"> for volcano.sh/jdb-min-available, '
+                "it must be a valid percentage which between 1% ~ 99%"
             ],
             [],
         ),

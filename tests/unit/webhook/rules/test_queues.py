@@ -93,7 +93,8 @@ def test_default_queue(queue: dict[str, Any], spec: dict[str, Any], annotations:
         (
             {"capability": {"cpu": "1"}, "deserved": {"cpu": "2"}},
             [
-                'spec.deserved[cpu]: Invalid value: "2": deserved[cpu]=2 must be <= capability[cpu]=1'
+                'spec.deserved[cpu]: Invalid value: "2": '
+                "deserved[cpu]=2 must be <= capability[cpu]=1"
             ],
         ),
         (
@@ -107,8 +108,10 @@ def test_default_queue(queue: dict[str, Any], spec: dict[str, Any], annotations:
                 'spec.capability[memory]: Invalid value: "lots": quantities must match the '
                 "regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
                 'spec.deserved[pods]: Invalid value: "-1": must be greater than or equal to 0',
-                'spec.deserved[cpu]: Invalid value: "2": deserved[cpu]=2 must be >= guarantee[cpu]=3',
-                'spec.deserved[cpu]: Invalid value: "2": deserved[cpu]=2 must be <= capability[cpu]=1',
+                'spec.deserved[cpu]: Invalid value: "2": '
+                "deserved[cpu]=2 must be >= guarantee[cpu]=3",
+                'spec.deserved[cpu]: Invalid value: "2": '
+                "deserved[cpu]=2 must be <= capability[cpu]=1",
             ],
         ),
     ],
@@ -152,8 +155,9 @@ W = "volcano.sh/hierarchy-weights"
         (
             {H: "a/b", W: "1/2/3"},
             [
-                'metadata.annotations[volcano.sh/hierarchy]: Invalid value: "a/b": volcano.sh/hierarchy '
-                "must have the same length with volcano.sh/hierarchy-weights (2 parts, 3 weights)"
+                'metadata.annotations[volcano.sh/hierarchy]: Invalid value: "a/b": '
+                "volcano.sh/hierarchy must have the same length with "
+                "volcano.sh/hierarchy-weights (2 parts, 3 weights)"
             ],
         ),
         (
@@ -259,7 +263,8 @@ def test_validate_queue_update_keeps_an_unchanged_parent() -> None:
         (
             DeletionFacts("q", "Open", ["a", "b"], ["ns/pg-1"]),
             [
-                "metadata.name: Forbidden: queue q can not be deleted because it has 2 child queues: a, b",
+                "metadata.name: Forbidden: queue q can not be deleted because it has 2 child "
+                "queues: a, b",
                 "metadata.name: Forbidden: queue q can not be deleted because it has 1 PodGroups: "
                 "ns/pg-1 (close the queue and let its jobs finish first)",
             ],
