@@ -252,7 +252,7 @@ def test_webhook_configuration_is_scoped_to_jobs_and_cronjobs(
     kind: str, name: str, webhook: str, path: str, operations: list[str], policy: str
 ) -> None:
     config = one(render(), kind, name)
-    hook, cron_hook = config["webhooks"]
+    hook, cron_hook = config["webhooks"][:2]
     assert cron_hook["name"] == webhook.replace("job.vcjob", "cronjob.vcjob")
     assert cron_hook["rules"][0]["resources"] == ["cronjobs"]
     assert cron_hook["rules"][0]["operations"] == operations
@@ -282,12 +282,102 @@ def test_webhook_configuration_is_scoped_to_jobs_and_cronjobs(
     assert "caBundle" not in hook["clientConfig"], "self mode: the webhook patches caBundle in"
 
 
+OBJECT_HOOKS = {
+    # name: (path, resource, group, operations, scope, failure policy)
+    "mutatequeue.vcjob.volcano.sh": (
+        "/queues/mutate", "queues", "scheduling.volcano.sh", ["CREATE"], "Cluster", "Ignore"
+    ),
+    "mutatepodgroup.vcjob.volcano.sh": (
+        "/podgroups/mutate", "podgroups", "scheduling.volcano.sh", ["CREATE"], "Namespaced",
+        "Ignore",
+    ),
+    "validatequeue.vcjob.volcano.sh": (
+        "/queues/validate", "queues", "scheduling.volcano.sh", ["CREATE", "UPDATE", "DELETE"],
+        "Cluster", "Ignore",
+    ),
+    "validatepodgroup.vcjob.volcano.sh": (
+        "/podgroups/validate", "podgroups", "scheduling.volcano.sh", ["CREATE"], "Namespaced",
+        "Fail",
+    ),
+    "validatepod.vcjob.volcano.sh": (
+        "/pods/validate", "pods", "", ["CREATE"], "Namespaced", "Ignore"
+    ),
+    "validatehypernode.vcjob.volcano.sh": (
+        "/hypernodes/validate", "hypernodes", "topology.volcano.sh", ["CREATE", "UPDATE"],
+        "Cluster", "Fail",
+    ),
+}  # fmt: skip
+
+
+def _all_hooks(docs: tuple[Doc, ...]) -> dict[str, dict[str, Any]]:
+    return {
+        hook["name"]: hook
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for config in find(docs, kind)
+        for hook in config["webhooks"]
+    }
+
+
+def test_volcanos_other_objects_are_admitted_at_volcanos_paths() -> None:
+    hooks = _all_hooks(render())
+    for name, (path, resource, group, operations, scope, policy) in OBJECT_HOOKS.items():
+        hook = hooks[name]
+        assert hook["clientConfig"]["service"]["path"] == path
+        (rule,) = hook["rules"]
+        assert (rule["resources"], rule["apiGroups"], rule["operations"], rule["scope"]) == (
+            [resource],
+            [group],
+            operations,
+            scope,
+        ), name
+        assert hook["failurePolicy"] == policy, name
+
+
+def test_the_pod_webhook_cannot_lock_the_cluster_out() -> None:
+    hook = _all_hooks(render(namespace="vcjob-ops"))["validatepod.vcjob.volcano.sh"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == [
+        "vcjob-ops",
+        "kube-system",
+    ]
+    assert hook["objectSelector"] == {
+        "matchExpressions": [
+            {"key": "app.kubernetes.io/instance", "operator": "NotIn", "values": ["vcjob"]}
+        ]
+    }
+
+
+def test_each_object_webhook_can_be_turned_off() -> None:
+    docs = render(
+        "webhook.objects.queues=false",
+        "webhook.objects.podGroups=false",
+        "webhook.objects.pods=false",
+        "webhook.objects.hyperNodes=false",
+    )
+    assert not set(OBJECT_HOOKS) & set(_all_hooks(docs))
+    rules = one(docs, "ClusterRole", "vcjob-webhook")["rules"]
+    assert [
+        r["resources"] for r in rules if r["apiGroups"] != ["admissionregistration.k8s.io"]
+    ] == [["queues"]]
+
+
+def test_the_webhook_reads_namespaces_and_lists_podgroups() -> None:
+    rules = one(render(), "ClusterRole", "vcjob-webhook")["rules"]
+    assert {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]} in rules
+    assert {
+        "apiGroups": ["scheduling.volcano.sh"],
+        "resources": ["podgroups"],
+        "verbs": ["list"],
+    } in rules
+
+
 @pytest.mark.parametrize("kind", [c[0] for c in CONFIGS])
 def test_webhooks_skip_the_release_namespace(kind: str) -> None:
     docs = render("webhook.excludedNamespaces={kube-system}", namespace="vcjob-ops")
-    hooks = find(docs, kind)[0]["webhooks"]
-    assert len(hooks) == 2
-    assert hooks[0]["namespaceSelector"] == hooks[1]["namespaceSelector"]
+    hooks = [h for h in find(docs, kind)[0]["webhooks"] if "pod." not in h["name"]]
+    namespaced = [h for h in hooks if h["rules"][0]["scope"] == "Namespaced"]
+    assert len(namespaced) == 3  # jobs, cronjobs, podgroups
+    assert all(h["namespaceSelector"] == hooks[0]["namespaceSelector"] for h in namespaced)
     assert hooks[0]["namespaceSelector"] == {
         "matchExpressions": [
             {
@@ -344,9 +434,10 @@ def test_external_mode_mounts_the_secret_and_sets_the_ca_bundle() -> None:
     for kind, *_ in CONFIGS:
         hook = find(docs, kind)[0]["webhooks"][0]
         assert hook["clientConfig"]["caBundle"] == "TUlJQ2FCQ0NBZytnQXdJQkFnSVVjYQ=="
-    # No write access to anything: the webhook only reads queues.
+    # No write access to anything: the webhook only reads queues, namespaces and podgroups.
     role = one(docs, "ClusterRole", "vcjob-webhook")
-    assert [r["resources"] for r in role["rules"]] == [["queues"]]
+    assert [r["resources"] for r in role["rules"]] == [["queues"], ["namespaces"], ["podgroups"]]
+    assert all(set(r["verbs"]) <= {"get", "list", "watch"} for r in role["rules"])
     assert not find(docs, "Role", "vcjob-webhook")
 
 
@@ -658,7 +749,7 @@ def test_volcanos_scheduling_crds_can_be_left_alone() -> None:
 def test_only_absent_installs_everything_when_nothing_is_there() -> None:
     # `helm template` has no cluster to look in: every CRD counts as absent.
     crds = find(render("crds.onlyAbsent=true"), "CustomResourceDefinition")
-    assert len(crds) == 5
+    assert len(crds) == 6
 
 
 def test_default_queue_is_created_after_the_crds() -> None:
