@@ -54,6 +54,7 @@ def test_close_then_reopen_a_queue_with_a_running_job(
     wait_for(lambda: _state(cluster, queue), lambda s: s == "Open", "Open again")
     cluster.kubectl("create", "-n", namespace, "-f", "-", input=job_manifest("third", queue))
 
-    cluster.kubectl("delete", "vcjob", "third", "-n", namespace)
+    # Foreground: the Job is gone only with its PodGroup, and a queue with PodGroups stays.
+    cluster.kubectl("delete", "vcjob", "third", "-n", namespace, "--cascade=foreground")
     gone = run_script(cluster, "vcjob", "queue", "delete", "-n", queue)
     assert gone.returncode == 0, gone.stderr
