@@ -25,6 +25,7 @@ CRDS = [
     "podgroups.scheduling.volcano.sh",
     "queues.scheduling.volcano.sh",
     "cronjobs.batch.volcano.sh",
+    "hypernodes.topology.volcano.sh",
 ]
 MUTATING = "vcjob-mutating-webhook"
 VALIDATING = "vcjob-validating-webhook"
