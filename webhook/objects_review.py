@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 import jsonpatch
 
@@ -34,6 +34,7 @@ from webhook.review import (
 from webhook.rules import hypernodes, podgroups, pods, queues
 from webhook.rules.verdict import Verdict
 from webhook.settings import Settings
+from webhook.validation import QueueView
 
 log = logging.getLogger(__name__)
 
@@ -197,12 +198,42 @@ def answer_queue(
         )
         return _verdict(req, QUEUE, Verdict(queues.validate_deletion(facts), warnings))
     old: Any = req.old_object if req.operation == "UPDATE" else None
-    parent_exists = None
-    parent = (req.object.get("spec") or {}).get("parent")
-    if view is not None and isinstance(parent, str) and parent:
-        parent_exists = view.get(parent) is not None
-    errors = queues.validate_queue(req.object, old, parent_exists)
+    errors = queues.validate_queue(req.object, old, _queue_context(req.object, view))
     return _verdict(req, QUEUE, Verdict(errors, warnings))
+
+
+@runtime_checkable
+class HierarchyView(Protocol):
+    def hierarchies(self) -> dict[str, str]: ...
+
+
+# Deeper parent chains than this are not followed (a cycle stored without the webhook ends too).
+MAX_QUEUE_DEPTH: Final = 32
+
+
+def _queue_context(queue: dict[str, Any], view: QueueView | None) -> queues.QueueContext:
+    if view is None:
+        return queues.QueueContext()
+    name = str((queue.get("metadata") or {}).get("name") or "")
+    parent = (queue.get("spec") or {}).get("parent")
+    parent_exists = None
+    ancestors: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(parent, str) and parent:
+        parent_exists = view.get(parent) is not None
+        seen = {name}
+        current: str | None = parent
+        while current and current != labels.ROOT_QUEUE and current not in seen:
+            if len(ancestors) >= MAX_QUEUE_DEPTH:
+                break
+            found = view.get(current)
+            if found is None:
+                break
+            seen.add(current)
+            ancestors.append((current, found.spec.capability or {}))
+            current = found.spec.parent
+    hierarchies = view.hierarchies() if isinstance(view, HierarchyView) else {}
+    hierarchies.pop(name, None)
+    return queues.QueueContext(parent_exists, ancestors, hierarchies)
 
 
 def answer_podgroup(

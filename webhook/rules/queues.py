@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
@@ -231,6 +231,59 @@ def validate_parent(
     return []
 
 
+def validate_hierarchy_place(
+    name: str, hierarchy: Any, others: Mapping[str, str], path: Path
+) -> list[FieldError]:
+    """No other queue's `volcano.sh/hierarchy` lies under this one's (`others`: name →
+    hierarchy of the other queues): a queue cannot be the inner node of another's path."""
+    if not isinstance(hierarchy, str) or not hierarchy:
+        return []
+    errors: list[FieldError] = []
+    for other, their in sorted(others.items()):
+        if other != name and their.startswith(hierarchy + "/"):
+            errors.append(
+                FieldError.invalid(
+                    path.key(HIERARCHY),
+                    hierarchy,
+                    f"{hierarchy} is not allowed to be in the sub path of {their} of queue {other}",
+                )
+            )
+    return errors
+
+
+def validate_ancestor_capability(
+    name: str,
+    capability: Any,
+    ancestors: Sequence[tuple[str, Mapping[str, Any]]],
+    path: Path,
+) -> list[FieldError]:
+    """Each resource of the queue's capability is at most the nearest ancestor's capability for
+    it (`ancestors`: (name, capability) from the parent up, `root` excluded)."""
+    if not isinstance(capability, dict):
+        return []
+    errors: list[FieldError] = []
+    for resource, raw in capability.items():
+        mine = quantity.try_parse(raw)
+        if mine is None:
+            continue
+        for ancestor, limits in ancestors:
+            limit_raw = limits.get(resource) if isinstance(limits, dict) else None
+            limit = quantity.try_parse(limit_raw)
+            if limit is None or limit <= 0:
+                continue
+            if mine > limit:
+                errors.append(
+                    FieldError.invalid(
+                        path.key(resource),
+                        raw,
+                        f"queue {name} capability[{resource}]={raw} exceeds its ancestor's "
+                        f"capability={limit_raw} (queue {ancestor})",
+                    )
+                )
+            break
+    return errors
+
+
 def _spec(queue: Any) -> Mapping[str, Any]:
     spec = queue.get("spec") if isinstance(queue, dict) else None
     return spec if isinstance(spec, dict) else {}
@@ -252,19 +305,42 @@ def _name(queue: Any) -> str:
     return str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
 
 
-def validate_queue(new: Any, old: Any, parent_exists: bool | None) -> list[FieldError]:
+@dataclass(frozen=True)
+class QueueContext:
+    """What the checks need to know about the other queues (from the webhook's Queue cache)."""
+
+    # Whether spec.parent names a known queue; None: unknown, not checked.
+    parent_exists: bool | None = None
+    # (name, spec.capability) of the ancestors, from the parent up (`root` excluded).
+    ancestors: Sequence[tuple[str, Mapping[str, Any]]] = ()
+    # The `volcano.sh/hierarchy` annotation of every other queue that has one.
+    hierarchies: Mapping[str, str] = field(default_factory=dict)
+
+
+def validate_queue(new: Any, old: Any, context: QueueContext) -> list[FieldError]:
     """A Queue on CREATE (`old` None) or UPDATE: every problem at once."""
     spec_path = Path.of("spec")
     spec = _spec(new)
+    name = _name(new)
+    annotations = _annotations(new)
     errors = validate_weight(spec, spec_path)
     errors += validate_resources(spec, spec_path)
     errors += validate_state(
         _state(new), _state(old) if old is not None else None, Path.of("status", "state")
     )
-    errors += validate_hierarchy(_annotations(new), Path.of("metadata", "annotations"))
-    if old is None or _spec(old).get("parent") != spec.get("parent"):
+    annotation_path = Path.of("metadata", "annotations")
+    errors += validate_hierarchy(annotations, annotation_path)
+    errors += validate_hierarchy_place(
+        name, annotations.get(HIERARCHY), context.hierarchies, annotation_path
+    )
+    old_spec = _spec(old) if old is not None else None
+    if old_spec is None or old_spec.get("parent") != spec.get("parent"):
         errors += validate_parent(
-            _name(new), spec.get("parent"), parent_exists, spec_path.child("parent")
+            name, spec.get("parent"), context.parent_exists, spec_path.child("parent")
+        )
+    if old_spec is None or any(old_spec.get(k) != spec.get(k) for k in ("parent", "capability")):
+        errors += validate_ancestor_capability(
+            name, spec.get("capability"), context.ancestors, spec_path.child("capability")
         )
     return errors
 

@@ -9,9 +9,12 @@ import pytest
 from shared.fielderrors import Path
 from webhook.rules.queues import (
     DeletionFacts,
+    QueueContext,
     default_queue,
+    validate_ancestor_capability,
     validate_deletion,
     validate_hierarchy,
+    validate_hierarchy_place,
     validate_parent,
     validate_queue,
     validate_resources,
@@ -232,7 +235,7 @@ def test_validate_queue_reports_every_problem() -> None:
         "metadata": {"name": "q", "annotations": {H: "a/b", W: "1"}},
         "spec": {"weight": -1, "capability": {"cpu": "1"}, "deserved": {"cpu": "2"}, "parent": "q"},
     }
-    fields = [e.field for e in validate_queue(queue, None, True)]
+    fields = [e.field for e in validate_queue(queue, None, QueueContext(parent_exists=True))]
     assert fields == [
         "spec.weight",
         "spec.deserved[cpu]",
@@ -243,8 +246,9 @@ def test_validate_queue_reports_every_problem() -> None:
 
 def test_validate_queue_update_keeps_an_unchanged_parent() -> None:
     queue = {"metadata": {"name": "q"}, "spec": {"parent": "gone"}}
-    assert validate_queue(queue, queue, False) == []
-    assert [e.field for e in validate_queue(queue, {"spec": {}}, False)] == ["spec.parent"]
+    gone = QueueContext(parent_exists=False)
+    assert validate_queue(queue, queue, gone) == []
+    assert [e.field for e in validate_queue(queue, {"spec": {}}, gone)] == ["spec.parent"]
 
 
 @pytest.mark.parametrize(
@@ -287,3 +291,68 @@ def test_deletion_lists_at_most_ten_podgroups() -> None:
     groups = [f"ns/pg-{i:02}" for i in range(12)]
     (error,) = validate_deletion(DeletionFacts("q", "Open", [], groups))
     assert "12 PodGroups: ns/pg-00" in error.detail and "ns/pg-09 and 2 more" in error.detail
+
+
+@pytest.mark.parametrize(
+    ("hierarchy", "others", "expected"),
+    [
+        ("root/a", {"b": "root/b/c"}, []),
+        ("root/a", {"q": "root/a/x"}, []),  # its own stored value does not count
+        ("root/ab", {"x": "root/a/b"}, []),
+        (
+            "root/a",
+            {"x": "root/a/b", "y": "root/a/c"},
+            [
+                'metadata.annotations[volcano.sh/hierarchy]: Invalid value: "root/a": root/a is '
+                "not allowed to be in the sub path of root/a/b of queue x",
+                'metadata.annotations[volcano.sh/hierarchy]: Invalid value: "root/a": root/a is '
+                "not allowed to be in the sub path of root/a/c of queue y",
+            ],
+        ),
+    ],
+)
+def test_validate_hierarchy_place(
+    hierarchy: str, others: dict[str, str], expected: list[str]
+) -> None:
+    assert rendered(validate_hierarchy_place("q", hierarchy, others, ANN)) == expected
+
+
+CAP = SPEC.child("capability")
+
+
+@pytest.mark.parametrize(
+    ("capability", "ancestors", "expected"),
+    [
+        ({"cpu": "2"}, [("p", {"cpu": "4"})], []),
+        ({"cpu": "2"}, [], []),
+        ({"memory": "8Gi"}, [("p", {"cpu": "1"})], []),  # nobody caps memory
+        (
+            {"cpu": "8", "memory": "1Gi"},
+            [("p", {"memory": "2Gi"}), ("gp", {"cpu": "4"})],
+            [
+                'spec.capability[cpu]: Invalid value: "8": queue q capability[cpu]=8 exceeds its '
+                "ancestor's capability=4 (queue gp)"
+            ],
+        ),
+        (
+            # The nearest ancestor with a limit decides, as in Volcano.
+            {"cpu": "3"},
+            [("p", {"cpu": "2"}), ("gp", {"cpu": "10"})],
+            [
+                'spec.capability[cpu]: Invalid value: "3": queue q capability[cpu]=3 exceeds its '
+                "ancestor's capability=2 (queue p)"
+            ],
+        ),
+    ],
+)
+def test_validate_ancestor_capability(
+    capability: dict[str, str], ancestors: list[tuple[str, dict[str, str]]], expected: list[str]
+) -> None:
+    assert rendered(validate_ancestor_capability("q", capability, ancestors, CAP)) == expected
+
+
+def test_validate_queue_checks_the_ancestors_when_parent_or_capability_change() -> None:
+    queue = {"metadata": {"name": "q"}, "spec": {"parent": "p", "capability": {"cpu": "8"}}}
+    context = QueueContext(parent_exists=True, ancestors=[("p", {"cpu": "4"})])
+    assert [e.field for e in validate_queue(queue, None, context)] == ["spec.capability[cpu]"]
+    assert validate_queue(queue, queue, context) == []  # unchanged: not held against an update
