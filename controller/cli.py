@@ -108,6 +108,12 @@ DURATION = DurationParam()
 )
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json")
 @click.option(
+    "--kueue/--no-kueue",
+    default=True,
+    help="Queue jobs labelled kueue.x-k8s.io/queue-name through Kueue's Workloads "
+    "(--no-kueue: the controller never reads Kueue's API).",
+)
+@click.option(
     "--elastic/--no-elastic",
     default=True,
     help="Run the elastic autoscaler loop on the leader; it acts only on jobs with elastic tasks.",
@@ -178,6 +184,7 @@ def controller_command(**options: Any) -> None:
         log_level=options["log_level"],
         log_format=cast(Literal["json", "text"], options["log_format"]),
         elastic=options["elastic"],
+        kueue=options["kueue"],
         elastic_period=options["elastic_period"],
         elastic_dry_run=options["elastic_dry_run"],
         elastic_max_step=options["elastic_max_step"],

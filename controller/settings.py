@@ -48,6 +48,9 @@ class Settings:
     elastic_min_growth: float = 0.0
     elastic_resize_cooldown: float = 0.0
     gpu_resource: str = "nvidia.com/gpu"
+    # Watch Kueue's Workloads and ResourceFlavors (a cluster without Kueue serves neither: the
+    # watches then idle) and honour the contract of docs/kueue.md.
+    kueue: bool = True
 
     def plan_settings(self) -> PlanSettings:
         return PlanSettings(

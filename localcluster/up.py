@@ -34,7 +34,7 @@ import httpx
 import yaml
 
 from kubeio.signals import install_stop_signals
-from localcluster import controlplane, kubebin
+from localcluster import controlplane, kubebin, kueue, kueuebin
 from localcluster.simulator import nodes as simulated_nodes
 from localcluster.simulator.client import (
     CRDS,
@@ -121,6 +121,8 @@ class UpOptions:
     port: int = 6443
     simulator: bool = True
     controller: bool = True
+    # Kueue's CRDs and manager, started before the controller (localcluster.kueue).
+    kueue: bool = False
     webhook: bool = True
     nodes: int = 3
     node_shape: simulated_nodes.NodeShape = field(default_factory=simulated_nodes.NodeShape)
@@ -431,6 +433,8 @@ class LocalControlPlane:
             self._start_webhook(client)
         elif not options.bare:
             self._remove_webhook_configurations(client)
+        if options.kueue:
+            self._start_kueue(client)
         if options.controller and not options.bare:
             self._start_controller()
         if options.simulator:
@@ -802,6 +806,29 @@ class LocalControlPlane:
             if readiness is not Readiness.PORT_TAKEN:
                 return
         raise StartupError(f"the controller found no free port in {PORT_ATTEMPTS} attempts")
+
+    def _start_kueue(self, client: KubeClient) -> None:
+        crds = kueue.crds()
+        for crd in crds:
+            client.apply(CRDS, crd)
+        self._wait_for_discovery(client, crds)
+        try:
+            client.create(NAMESPACES, namespace(kueue.NAMESPACE))
+        except ApiError as err:
+            if not err.already_exists:
+                raise
+        binary = kueuebin.require()
+        folder = self.options.dir / "kueue"
+        for _ in range(PORT_ATTEMPTS):
+            health_port = free_port()
+            config = kueue.prepare(folder, health_port=health_port, webhook_port=free_port())
+            argv = kueue.manager_argv(binary, self._components_kubeconfig, config)
+            child = self._spawn("kueue", argv, restart=True, extra={"health_port": health_port})
+            if self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz") is not (
+                Readiness.PORT_TAKEN
+            ):
+                return
+        raise StartupError(f"Kueue found no free port in {PORT_ATTEMPTS} attempts")
 
     def _start_simulator(self) -> None:
         options = self.options

@@ -192,6 +192,12 @@ class JobSpec(KubeModel):
     network_topology: NetworkTopology | None = None
     # A duration string (Go's time.ParseDuration form); stored only, as in Volcano.
     running_estimate: str | None = None
+    # Not in Volcano: a suspended job has no pods (absent means false, so the mutating webhook
+    # can tell "not set" from "false" when Kueue's queue-name label asks for a suspended start).
+    suspend: bool | None = None
+    # Not in Volcano: the controller that manages the job; vcjob leaves alone a job whose
+    # managedBy names another controller (immutable, like the Kubernetes Job's).
+    managed_by: str | None = Field(default=None, max_length=63)
 
     @property
     def total_replicas(self) -> int:
@@ -214,6 +220,17 @@ class JobCondition(KubeModel):
     last_transition_time: str | None = None
 
 
+class TypedCondition(KubeModel):
+    """A metav1.Condition: one entry per type (`Suspended`, ...)."""
+
+    type: str
+    status: str = Field(json_schema_extra={"enum": ["True", "False", "Unknown"]})
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
 class JobStatus(KubeModel):
     state: JobState = Field(default_factory=JobState)
     min_available: int | None = None
@@ -230,6 +247,7 @@ class JobStatus(KubeModel):
     succeeded_indexes: dict[str, str] | None = None
     controlled_resources: dict[str, str] | None = None
     conditions: list[JobCondition] | None = None
+    typed_conditions: list[TypedCondition] | None = None
 
 
 class Job(KubeObject):
