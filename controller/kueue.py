@@ -74,20 +74,20 @@ class WorkloadState:
     evicted: bool
     finished: bool
     has_admission: bool
-    # Why it waits or was evicted, in Kueue's words.
-    message: str
+    # Why it was evicted, and why it waits (the QuotaReserved message), in Kueue's words.
+    eviction_message: str
+    waiting_message: str
 
 
 def read_workload(workload: Mapping[str, Any]) -> WorkloadState:
-    evicted = _is_true(workload, EVICTED)
-    reason_of = _condition(workload, EVICTED if evicted else QUOTA_RESERVED) or {}
     status = workload.get("status") or {}
     return WorkloadState(
         admitted=_is_true(workload, ADMITTED),
-        evicted=evicted,
+        evicted=_is_true(workload, EVICTED),
         finished=_is_true(workload, FINISHED),
         has_admission=bool(status.get("admission")) or _is_true(workload, QUOTA_RESERVED),
-        message=str(reason_of.get("message") or ""),
+        eviction_message=str((_condition(workload, EVICTED) or {}).get("message") or ""),
+        waiting_message=str((_condition(workload, QUOTA_RESERVED) or {}).get("message") or ""),
     )
 
 
@@ -312,14 +312,16 @@ def plan_kueue(
                 workload, finished_status(workload, finished, finish_message, now)
             )
         return steps
-    if state.evicted:
+    # An eviction is carried out until the admission is cleared; Kueue then queues the
+    # Workload again (and resets Evicted when it reserves quota anew).
+    if state.evicted and (state.has_admission or not suspended):
         if not suspended:
             steps.set_suspend = True
-        elif pods_gone and state.has_admission:
+        elif pods_gone:
             steps.workload_status = _with_identity(
-                workload, cleared_admission(workload, state.message, now)
+                workload, cleared_admission(workload, state.eviction_message, now)
             )
-        steps.waiting_message = f"evicted by Kueue: {state.message}"
+        steps.waiting_message = f"evicted by Kueue: {state.eviction_message}"
         return steps
     if state.admitted:
         steps.overrides = pod_overrides(workload, flavors)
@@ -328,7 +330,7 @@ def plan_kueue(
         return steps
     if not suspended:
         steps.set_suspend = True
-    detail = state.message or "waiting for Kueue to admit the job"
+    detail = state.waiting_message or "waiting for Kueue to admit the job"
     steps.waiting_message = f"queued by Kueue in LocalQueue {queue}: {detail}"
     return steps
 

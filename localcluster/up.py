@@ -42,6 +42,7 @@ from localcluster.simulator.client import (
     NAMESPACES,
     NODES,
     QUEUES,
+    SECRETS,
     VALIDATING_WEBHOOKS,
     ApiError,
     KubeClient,
@@ -808,27 +809,44 @@ class LocalControlPlane:
         raise StartupError(f"the controller found no free port in {PORT_ATTEMPTS} attempts")
 
     def _start_kueue(self, client: KubeClient) -> None:
-        crds = kueue.crds()
-        for crd in crds:
-            client.apply(CRDS, crd)
-        self._wait_for_discovery(client, crds)
-        try:
-            client.create(NAMESPACES, namespace(kueue.NAMESPACE))
-        except ApiError as err:
-            if not err.already_exists:
-                raise
+        for resource, obj in (
+            (NAMESPACES, namespace(kueue.NAMESPACE)),
+            (SECRETS, kueue.webhook_secret()),
+        ):
+            try:
+                client.create(resource, obj, obj["metadata"].get("namespace"))
+            except ApiError as err:
+                if not err.already_exists:
+                    raise
         binary = kueuebin.require()
         folder = self.options.dir / "kueue"
         for _ in range(PORT_ATTEMPTS):
-            health_port = free_port()
-            config = kueue.prepare(folder, health_port=health_port, webhook_port=free_port())
+            health_port, webhook_port = free_port(), free_port()
+            crds = kueue.crds(webhook_port)
+            for crd in crds:
+                client.apply(CRDS, crd)
+            self._wait_for_discovery(client, crds)
+            config = kueue.prepare(folder, health_port=health_port, webhook_port=webhook_port)
             argv = kueue.manager_argv(binary, self._components_kubeconfig, config)
             child = self._spawn("kueue", argv, restart=True, extra={"health_port": health_port})
+            self._mount_kueue_certificate(client, child, kueue.cert_dir_of(folder))
             if self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz") is not (
                 Readiness.PORT_TAKEN
             ):
                 return
         raise StartupError(f"Kueue found no free port in {PORT_ATTEMPTS} attempts")
+
+    def _mount_kueue_certificate(self, client: KubeClient, child: Child, cert_dir: Path) -> None:
+        """Kueue issues its webhook certificate into a Secret and waits for the file (a Secret
+        volume in a real cluster): copy it over once it is there."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not kueue.mount_certificate(
+            client.get(SECRETS, kueue.WEBHOOK_SECRET, kueue.NAMESPACE), cert_dir
+        ):
+            if child.exited() is not None or time.monotonic() > deadline:
+                return  # _wait_ready reports it, with Kueue's log
+            if self.stop.wait(0.2):
+                raise StartupError("interrupted while starting")
 
     def _start_simulator(self) -> None:
         options = self.options

@@ -99,6 +99,9 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
             _column("RUNNINGS", ".status.running", "integer", description="Running pods"),
             _AGE,
             _column("QUEUE", ".spec.queue", "string", priority=1),
+            _column(
+                "SUSPENDED", ".spec.suspend", "boolean", description="spec.suspend", priority=1
+            ),
         ),
     ),
     CRDInfo(

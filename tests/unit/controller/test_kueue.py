@@ -263,3 +263,14 @@ def test_the_planner_creates_the_workload_and_runs_only_once_admitted() -> None:
     world.step()
     world.admit()
     assert created_pods(world.step()) == ["j-w-0", "j-w-1"]
+
+
+def test_once_the_eviction_is_carried_out_the_job_waits_with_kueues_new_reason() -> None:
+    wl = workload(
+        condition("QuotaReserved", "False", "Pending", "insufficient unused quota"),
+        condition("Admitted", "False"),
+        condition("Evicted", "True", "Preempted", "preempted"),
+    )
+    got = steps(queued(), wl)
+    assert (got.set_suspend, got.workload_status) == (None, None)
+    assert got.waiting_message == "queued by Kueue in LocalQueue lq: insufficient unused quota"
