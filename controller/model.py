@@ -81,6 +81,8 @@ class PlanSettings:
     gang_schedulers: frozenset[str] = frozenset({"volcano"})
     disable_network_policy: bool = False
     ssh_key_type: Literal["rsa", "ed25519"] = "rsa"
+    # Kueue's contract (docs/kueue.md); off, a labelled job gets no Workload.
+    kueue: bool = True
 
 
 @dataclass(frozen=True)

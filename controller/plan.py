@@ -337,6 +337,8 @@ class _Planner:
     # ------------------------------------------------------------------ suspension and Kueue
 
     def _kueue_steps(self) -> kueue.KueueSteps:
+        if not self.settings.kueue:
+            return kueue.KueueSteps()
         finished: bool | None = None
         if self.initial_phase == JobPhase.COMPLETED:
             finished = True

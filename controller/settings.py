@@ -57,4 +57,5 @@ class Settings:
             gang_schedulers=self.gang_schedulers,
             disable_network_policy=self.disable_network_policy,
             ssh_key_type=self.ssh_key_type,
+            kueue=self.kueue,
         )

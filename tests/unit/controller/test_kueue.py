@@ -274,3 +274,12 @@ def test_once_the_eviction_is_carried_out_the_job_waits_with_kueues_new_reason()
     got = steps(queued(), wl)
     assert (got.set_suspend, got.workload_status) == (None, None)
     assert got.waiting_message == "queued by Kueue in LocalQueue lq: insufficient unused quota"
+
+
+def test_without_the_kueue_integration_a_labelled_job_gets_no_workload() -> None:
+    from controller.model import PlanSettings
+
+    world = World(queued(), settings=PlanSettings(kueue=False))
+    world.settle(3)
+    assert [k for k in world.children if k[0] == "Workload"] == []
+    assert world.pods == {} and world.status["state"]["reason"] == "Suspended"
