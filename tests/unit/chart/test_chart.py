@@ -770,3 +770,19 @@ def test_webhook_request_bounds_are_values() -> None:
     args = container(render(*sets), "vcjob-webhook")["args"]
     assert args[args.index("--max-concurrent-requests") + 1] == "4"
     assert args[args.index("--read-timeout") + 1] == "3"
+
+
+def test_kueue_integration_is_off_by_default_and_grants_workloads_when_on() -> None:
+    off = render()
+    assert "--no-kueue" in container(off, "vcjob-controller")["args"]
+    role = one(off, "ClusterRole", "vcjob-controller")
+    assert verbs(role, "kueue.x-k8s.io", "workloads") == set()
+
+    on = render("controller.kueue.enabled=true")
+    args = container(on, "vcjob-controller")["args"]
+    assert "--kueue" in args and "--no-kueue" not in args
+    role = one(on, "ClusterRole", "vcjob-controller")
+    assert verbs(role, "kueue.x-k8s.io", "workloads") == {"list", "watch", "create"}
+    assert verbs(role, "kueue.x-k8s.io", "workloads/status") == {"update"}
+    assert verbs(role, "kueue.x-k8s.io", "resourceflavors") == {"list", "watch"}
+    assert "enabled" in render_error("controller.kueue.enabled=maybe")
