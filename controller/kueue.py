@@ -154,6 +154,8 @@ class PodOverride:
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    # Pods admitted (Kueue's partial admission admits at least minCount): no more are created.
+    count: int | None = None
 
 
 def pod_overrides(
@@ -164,7 +166,8 @@ def pod_overrides(
     status = workload.get("status") or {}
     out: dict[str, PodOverride] = {}
     for assignment in (status.get("admission") or {}).get("podSetAssignments") or []:
-        override = PodOverride()
+        count = assignment.get("count")
+        override = PodOverride(count=count if isinstance(count, int) else None)
         for flavor_name in sorted(set((assignment.get("flavors") or {}).values())):
             flavor_spec = (flavors.get(str(flavor_name)) or {}).get("spec") or {}
             override.node_selector.update(flavor_spec.get("nodeLabels") or {})

@@ -800,11 +800,14 @@ class _Planner:
             if not dependson.can_create(self.job, task, live_by_task):
                 continue
             done = self.recorded_succeeded.get(task_name, set())
+            override = self.kueue.overrides.get(task_name)
+            replicas = task.replica_count
+            if override is not None and override.count is not None:
+                replicas = min(replicas, override.count)
             for i in scaling.missing_indexes(
-                self.job.name, task_name, task.replica_count, self.all_pods_by_name.keys(), done
+                self.job.name, task_name, replicas, self.all_pods_by_name.keys(), done
             ):
                 pod = build_pod(ctx, task, i)
-                override = self.kueue.overrides.get(task_name)
                 self.created.append(
                     pod if override is None else kueue.apply_override(pod, override)
                 )

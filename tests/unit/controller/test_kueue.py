@@ -283,3 +283,20 @@ def test_without_the_kueue_integration_a_labelled_job_gets_no_workload() -> None
     world.settle(3)
     assert [k for k in world.children if k[0] == "Workload"] == []
     assert world.pods == {} and world.status["state"]["reason"] == "Suspended"
+
+
+def test_a_partial_admission_creates_only_the_admitted_pods() -> None:
+    from dataclasses import replace
+
+    world = World(unsuspended(queued(replicas=3, min_available=1)))
+    wl = kueue.build_workload(world.job, {})
+    assert wl["spec"]["podSets"][0]["minCount"] == 1
+    wl["status"] = {
+        "conditions": [condition("QuotaReserved", "True"), condition("Admitted", "True")],
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "w", "count": 2}]},
+    }
+    world_observe = world.observe
+    world.observe = lambda: replace(world_observe(), workload=wl)  # type: ignore[method-assign]
+    world.step()
+    world.admit()
+    assert created_pods(world.step()) == ["j-w-0", "j-w-1"]
