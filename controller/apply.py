@@ -317,6 +317,8 @@ class Applier:
         new_phase = (status.get("state") or {}).get("phase")
         if new_phase and new_phase != old_phase:
             self._metrics.phase_transitions.labels(phase=new_phase).inc()
+            queue = str((job.get("spec") or {}).get("queue") or "")
+            self._metrics.volcano_jobs.entered(_key(job), queue, new_phase)
             log.info(
                 "job phase changed",
                 extra={"job": _key(job), "phase": new_phase, "from_phase": old_phase},

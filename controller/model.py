@@ -66,6 +66,10 @@ class Observed:
     # ResourceFlavors by name, whose node labels and tolerations an admission brings.
     workload: WireObject | None = None
     resource_flavors: dict[str, WireObject] = field(default_factory=dict)
+    # The job's Queue, read while the job waits for admission (`queue_looked_up`); None when it
+    # was looked up and does not exist.
+    queue: WireObject | None = None
+    queue_looked_up: bool = False
 
 
 @dataclass(frozen=True)

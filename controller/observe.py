@@ -103,3 +103,11 @@ def pvcs_to_look_up(job: WireObject, view: JobView) -> list[str]:
         if c.get("kind") == "PersistentVolumeClaim"
     }
     return [name for name in referenced_pvc_names(job) if name not in cached]
+
+
+def waits_for_admission(job: WireObject, pod_group: WireObject | None) -> bool:
+    """A Pending job whose PodGroup is not admitted yet: its Queue is read so that a closed or
+    missing one is named as the cause."""
+    state = (job.get("status") or {}).get("state") or {}
+    group_phase = ((pod_group or {}).get("status") or {}).get("phase")
+    return state.get("phase") == "Pending" and group_phase in (None, "", "Pending")

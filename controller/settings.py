@@ -51,6 +51,9 @@ class Settings:
     # Watch Kueue's Workloads and ResourceFlavors (a cluster without Kueue serves neither: the
     # watches then idle) and honour the contract of docs/kueue.md.
     kueue: bool = True
+    # Volcano's `--controllers` gates (see controller.gates).
+    controllers: tuple[str, ...] = ("*",)
+    inherit_owner_annotations: bool = True
 
     def plan_settings(self) -> PlanSettings:
         return PlanSettings(

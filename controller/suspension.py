@@ -9,9 +9,11 @@ missing pods of the same attempt. Nothing here counts as a retry, however often 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, TypedDict
+from typing import Any, Final
 
 from shared import labels
+from shared.conditions import Condition, find_condition, set_condition
+from shared.models import Job, JobPhase
 
 SUSPENDED: Final = "Suspended"
 # Reasons of the Suspended condition (the Kubernetes Job's words).
@@ -19,17 +21,7 @@ JOB_SUSPENDED: Final = "JobSuspended"
 JOB_RESUMED: Final = "JobResumed"
 # The phase reason a suspended job's state carries (Pending, reason Suspended).
 STATE_REASON: Final = "Suspended"
-
-
-class TypedCondition(TypedDict, total=False):
-    """A metav1.Condition as it is on the wire."""
-
-    type: str
-    status: str
-    reason: str
-    message: str
-    lastTransitionTime: str
-    observedGeneration: int
+ABORTED_PHASES: Final = frozenset({JobPhase.ABORTING, JobPhase.ABORTED})
 
 
 def is_suspended(job: Mapping[str, Any]) -> bool:
@@ -46,7 +38,7 @@ def managed_by_other(job: Mapping[str, Any]) -> bool:
 
 
 def find(conditions: Sequence[Mapping[str, Any]], type_: str) -> Mapping[str, Any] | None:
-    return next((c for c in conditions if c.get("type") == type_), None)
+    return find_condition(conditions, type_)
 
 
 def with_condition(
@@ -59,31 +51,26 @@ def with_condition(
     now: str,
     generation: int | None,
 ) -> list[dict[str, Any]]:
-    """`conditions` with the entry of `type_` replaced or added, every other entry kept in place.
-    The transition time moves only when the status flips."""
-    wanted = "True" if status else "False"
-    old = find(conditions, type_)
-    since = (
-        str(old["lastTransitionTime"])
-        if old is not None and old.get("status") == wanted and old.get("lastTransitionTime")
-        else now
-    )
-    entry: dict[str, Any] = {
+    """`conditions` with the entry of `type_` replaced or added, every other entry kept in place
+    (`shared.conditions.set_condition`'s rule: the transition time moves only when the status
+    flips)."""
+    entry: Condition = {
         "type": type_,
-        "status": wanted,
+        "status": "True" if status else "False",
         "reason": reason,
         "message": message,
-        "lastTransitionTime": since,
+        "lastTransitionTime": now,
     }
     if generation is not None:
         entry["observedGeneration"] = generation
-    out = [dict(c) for c in conditions]
-    for i, c in enumerate(out):
-        if c.get("type") == type_:
-            out[i] = entry
-            return out
-    out.append(entry)
-    return out
+    return set_condition(conditions, entry)
+
+
+def clock_paused(job: Job, phase: JobPhase) -> bool:
+    """Whether the job's run clock (`spec.activeDeadlineSeconds`) stands still now: while it is
+    suspended by its spec, or by Volcano's AbortJob command (`vcjob job suspend`: Aborting, then
+    Aborted, until a ResumeJob command)."""
+    return job.spec.suspend is True or phase in ABORTED_PHASES
 
 
 def suspended_conditions(

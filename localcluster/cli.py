@@ -12,7 +12,7 @@ from localcluster.simulator.nodes import NodeShape
 from localcluster.up import DEFAULT_CRDS_DIR, KUBECONFIG_FILE, LocalControlPlane, UpOptions
 from shared import quantity
 from shared.duration import parse_duration
-from shared.logging import LOG_FORMATS, configure_logging
+from shared.logging import LOG_FORMAT_CHOICES, configure_logging
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -157,10 +157,11 @@ def local_group() -> None:
 )
 @click.option(
     "--log-format",
-    type=click.Choice(LOG_FORMATS),
-    default="json",
+    type=click.Choice(LOG_FORMAT_CHOICES),
+    default="auto",
     show_default=True,
-    help="Log format of every component.",
+    help="Log format of every component: auto (text on a terminal, JSON lines in the log files), "
+    "json or text.",
 )
 @click.option(
     "--crds-dir",

@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -59,6 +60,13 @@ from shared.labels import (
     MUTATING_WEBHOOK_NAME,
     VALIDATE_PATH,
     VALIDATING_WEBHOOK_NAME,
+)
+from shared.models.flow import (
+    FLOW_GROUP,
+    JOBFLOW_VALIDATE_PATH,
+    JOBFLOW_VALIDATING_WEBHOOK_NAME,
+    JOBTEMPLATE_VALIDATE_PATH,
+    JOBTEMPLATE_VALIDATING_WEBHOOK_NAME,
 )
 
 log = logging.getLogger("localcluster.up")
@@ -192,6 +200,11 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
             "objectSelector": {},
         }
 
+    def flow_hook(name: str, path: str, resource: str) -> dict[str, Any]:
+        webhook = hook(name, path, ["CREATE", "UPDATE"], resource)
+        webhook["rules"][0]["apiGroups"] = [FLOW_GROUP]
+        return webhook
+
     mutating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
@@ -215,6 +228,10 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
                 CRONJOB_VALIDATE_PATH,
                 ["CREATE", "UPDATE"],
                 "cronjobs",
+            ),
+            flow_hook(JOBFLOW_VALIDATING_WEBHOOK_NAME, JOBFLOW_VALIDATE_PATH, "jobflows"),
+            flow_hook(
+                JOBTEMPLATE_VALIDATING_WEBHOOK_NAME, JOBTEMPLATE_VALIDATE_PATH, "jobtemplates"
             ),
         ],
     }
@@ -1003,14 +1020,23 @@ class LocalControlPlane:
 
 
 def path_export_lines() -> list[str]:
-    """The PATH line to print when the pinned kubectl (`make tools`) is not what PATH finds."""
-    pinned = TOOLS_BIN / "kubectl"
-    if not pinned.exists():
+    """The PATH line to print unless PATH already finds the pinned kubectl and helm (`make
+    cluster`, `make tools`) and this installation's `vcjob` and `kubectl-vcjob` (what `kubectl
+    vcjob` runs): one line that puts both folders first."""
+    wanted: dict[str, Path] = {}
+    if (TOOLS_BIN / "kubectl").exists():
+        wanted["kubectl"] = TOOLS_BIN / "kubectl"
+    scripts = Path(sysconfig.get_path("scripts"))
+    for command in ("vcjob", "kubectl-vcjob"):
+        if (scripts / command).exists():
+            wanted[command] = scripts / command
+    if all(
+        (found := shutil.which(command)) is not None and Path(found).resolve() == path.resolve()
+        for command, path in wanted.items()
+    ):
         return []
-    found = shutil.which("kubectl")
-    if found is not None and Path(found).resolve() == pinned.resolve():
-        return []
-    return [f"  export PATH={TOOLS_BIN}:$PATH   # the pinned kubectl and helm"]
+    folders = list(dict.fromkeys(str(path.parent) for path in wanted.values()))
+    return [f"  export PATH={':'.join(folders)}:$PATH   # kubectl, helm, vcjob, kubectl vcjob"]
 
 
 def _port_of(kubeconfig: Path, fallback: int) -> int:

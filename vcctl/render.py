@@ -212,10 +212,9 @@ def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> st
     _lines(out, 0, "Spec")
     _lines(out, 1, "Min Available", spec.get("minAvailable", ""))
     _lines(out, 1, "Plugins")
-    plugins = spec.get("plugins") or {}
-    for plugin in ("env", "ssh"):
-        if plugin in plugins:
-            _lines(out, 2, plugin.capitalize(), json.dumps(plugins[plugin]))
+    # Every plugin of the job with its arguments (vcctl shows only env and ssh).
+    for plugin, arguments in (spec.get("plugins") or {}).items():
+        _lines(out, 2, plugin.capitalize(), json.dumps(arguments))
     _lines(out, 1, "Queue", spec.get("queue", ""))
     _lines(out, 1, "Scheduler Name", spec.get("schedulerName", ""))
     _lines(out, 1, "Tasks")
@@ -250,7 +249,7 @@ def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> st
         out.append("Events: \t<none>")
         return "\n".join(out)
     out.append("Events:")
-    header = ["Type", "Reason", "Age", "Form", "Message"]
+    header = ["Type", "Reason", "Age", "From", "Message"]
     rows = [header, ["-" * len(h) for h in header]]
     for event in events:
         count = int(event.get("count") or 1)

@@ -33,6 +33,7 @@ from shared.models import (
 from shared.models.job import NetworkTopology
 from webhook import jobcontrol, memo, podtemplate
 from webhook.defaulting import copy_json, defaulted_view
+from webhook.rules import lifecycle
 from webhook.settings import Settings
 
 SPEC: Final = Path.of("spec")
@@ -931,6 +932,7 @@ def validate_create(
     if queues is not None:
         _check_queue(rules, queues)
     rules.errors.extend(last)
+    rules.errors.extend(lifecycle.validate_spec(raw))
     return sort_errors(defaulted, rules.errors)
 
 
@@ -1111,7 +1113,14 @@ def validate_update(
     already_wrong: set[str] = set()
     if _is_object(old):
         old_defaulted = defaulted_view(old, settings.scheduler_name)
-        errors.extend(_immutability_errors(old_defaulted, new_defaulted, _phase(old)))
+        errors.extend(
+            _immutability_errors(
+                lifecycle.without_mutable(old_defaulted),
+                lifecycle.without_mutable(new_defaulted),
+                _phase(old),
+            )
+        )
+        errors.extend(lifecycle.validate_update(old_defaulted, new_defaulted, _phase(old)))
         errors.extend(jobcontrol.update_errors(old, new))
         already_wrong = {str(e) for e in _bound_errors(old_defaulted)}
     else:

@@ -25,6 +25,8 @@ CRDS = [
     "podgroups.scheduling.volcano.sh",
     "queues.scheduling.volcano.sh",
     "cronjobs.batch.volcano.sh",
+    "jobflows.flow.volcano.sh",
+    "jobtemplates.flow.volcano.sh",
 ]
 MUTATING = "vcjob-mutating-webhook"
 VALIDATING = "vcjob-validating-webhook"

@@ -252,7 +252,7 @@ def test_webhook_configuration_is_scoped_to_jobs_and_cronjobs(
     kind: str, name: str, webhook: str, path: str, operations: list[str], policy: str
 ) -> None:
     config = one(render(), kind, name)
-    hook, cron_hook = config["webhooks"]
+    hook, cron_hook = config["webhooks"][:2]
     assert cron_hook["name"] == webhook.replace("job.vcjob", "cronjob.vcjob")
     assert cron_hook["rules"][0]["resources"] == ["cronjobs"]
     assert cron_hook["rules"][0]["operations"] == operations
@@ -282,12 +282,32 @@ def test_webhook_configuration_is_scoped_to_jobs_and_cronjobs(
     assert "caBundle" not in hook["clientConfig"], "self mode: the webhook patches caBundle in"
 
 
+def test_jobflows_and_jobtemplates_are_validated_at_volcanos_paths() -> None:
+    config = one(render(), "ValidatingWebhookConfiguration", "vcjob-validating-webhook")
+    hooks = {hook["name"]: hook for hook in config["webhooks"]}
+    for name, path, resource in (
+        ("validatejobflow.vcjob.volcano.sh", "/jobflows/validate", "jobflows"),
+        ("validatejobtemplate.vcjob.volcano.sh", "/jobtemplates/validate", "jobtemplates"),
+    ):
+        hook = hooks[name]
+        assert hook["clientConfig"]["service"]["path"] == path
+        assert hook["rules"] == [
+            {
+                "apiGroups": ["flow.volcano.sh"],
+                "apiVersions": ["v1alpha1"],
+                "resources": [resource],
+                "operations": ["CREATE", "UPDATE"],
+                "scope": "Namespaced",
+            }
+        ]
+
+
 @pytest.mark.parametrize("kind", [c[0] for c in CONFIGS])
 def test_webhooks_skip_the_release_namespace(kind: str) -> None:
     docs = render("webhook.excludedNamespaces={kube-system}", namespace="vcjob-ops")
     hooks = find(docs, kind)[0]["webhooks"]
-    assert len(hooks) == 2
-    assert hooks[0]["namespaceSelector"] == hooks[1]["namespaceSelector"]
+    assert len(hooks) >= 2
+    assert all(h["namespaceSelector"] == hooks[0]["namespaceSelector"] for h in hooks)
     assert hooks[0]["namespaceSelector"] == {
         "matchExpressions": [
             {
@@ -461,7 +481,7 @@ def test_controller_rbac_covers_what_it_does() -> None:
     assert verbs(role, "bus.volcano.sh", "commands") == {"list", "watch", "delete"}
     assert "create" in verbs(role, "scheduling.volcano.sh", "podgroups")
     # The queue controller keeps Queue states.
-    assert verbs(role, "scheduling.volcano.sh", "queues") == {"list", "watch", "patch"}
+    assert verbs(role, "scheduling.volcano.sh", "queues") == {"get", "list", "watch", "patch"}
     for resource in ("services", "configmaps", "secrets", "persistentvolumeclaims"):
         assert "create" in verbs(role, "", resource), resource
     # The ssh Secret is written by name: the controller reads no Secret.
@@ -471,6 +491,14 @@ def test_controller_rbac_covers_what_it_does() -> None:
     assert verbs(role, "events.k8s.io", "events") == set()
     assert verbs(role, "scheduling.k8s.io", "priorityclasses") == {"list", "watch"}
     assert verbs(role, "", "nodes") == {"list"}
+    # The JobFlow controller: flows and templates read, their status written.
+    for resource in ("jobflows", "jobtemplates"):
+        assert verbs(role, "flow.volcano.sh", resource) == {"list", "watch"}
+        assert verbs(role, "flow.volcano.sh", f"{resource}/status") == {"update"}
+    # The PodGroup controller watches plain workloads for their annotations and replicas.
+    for resource in ("replicasets", "statefulsets", "daemonsets"):
+        assert verbs(role, "apps", resource) == {"list", "watch"}, resource
+    assert verbs(role, "batch", "jobs") == {"list", "watch"}
     leases = one(docs, "Role", "vcjob-controller-leader-election")
     assert leases["metadata"]["namespace"] == NAMESPACE
     assert verbs(leases, "coordination.k8s.io", "leases") == {"get", "create", "update"}
@@ -652,13 +680,15 @@ def test_volcanos_scheduling_crds_can_be_left_alone() -> None:
         "jobs.batch.volcano.sh",
         "cronjobs.batch.volcano.sh",
         "commands.bus.volcano.sh",
+        "jobflows.flow.volcano.sh",
+        "jobtemplates.flow.volcano.sh",
     }
 
 
 def test_only_absent_installs_everything_when_nothing_is_there() -> None:
     # `helm template` has no cluster to look in: every CRD counts as absent.
     crds = find(render("crds.onlyAbsent=true"), "CustomResourceDefinition")
-    assert len(crds) == 5
+    assert len(crds) == 7
 
 
 def test_default_queue_is_created_after_the_crds() -> None:
