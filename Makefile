@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install tools cluster lint test unit demo bench crds kubeschema clean
+.PHONY: install tools cluster kueue lint test test-fast unit demo bench crds kubeschema clean
 
 $(STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
 	@echo "==> creating $(VENV) and installing vcjob, vcjob-localcluster and the dev tools (a few minutes on a fresh machine)"
@@ -29,6 +29,12 @@ cluster: $(STAMP)
 	@echo "==> the Kubernetes control plane in .tools/bin (built from controlplane/go.mod the first time)"
 	$(PY) -m localcluster.kubebin
 
+# Kueue's manager from controlplane/kueue/go.mod, for the Kueue end-to-end tests: built once into
+# .tools/bin (several minutes the first time; only cmd/kueue is built).
+kueue: $(STAMP)
+	@echo "==> Kueue's manager in .tools/bin (built from controlplane/kueue/go.mod the first time)"
+	$(PY) -m localcluster.kueuebin
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -37,10 +43,18 @@ lint: $(STAMP)
 
 # Test folders, temporary files (the Kubernetes client's CA files of a process a test kills, say)
 # and kubectl's discovery cache stay inside the checkout, not in the machine's /tmp or ~/.kube.
-test: install tools cluster lint
+# Two workers, each taking whole modules (a module's cluster is started once, in one worker): most
+# of the suite waits on clusters and processes, so two workers halve it even on two cores.
+TEST_WORKERS ?= 2
+test: install tools cluster kueue lint
 	rm -rf .test-tmp && mkdir -p .test-tmp
 	TMPDIR=$(CURDIR)/.test-tmp KUBECACHEDIR=$(CURDIR)/.test-tmp/kube-cache \
-		$(PY) -m pytest --basetemp=$(CURDIR)/.pytest-tmp
+		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=20 \
+		--basetemp=$(CURDIR)/.pytest-tmp
+
+# The unit tests alone (a minute): no cluster, no Go build.
+test-fast: install
+	$(PY) -m pytest tests/unit -q -n $(TEST_WORKERS)
 
 unit: install
 	$(PY) -m pytest tests/unit -q
@@ -74,8 +88,10 @@ bench: install tools cluster
 crds: install
 	$(VENV)/bin/vcjob crds --write charts/vcjob/files/crds
 
-# The Kubernetes schema definitions vcjob keeps in shared/data (from kubernetes-validate).
-kubeschema: install
+# The Kubernetes schema definitions vcjob keeps in shared/data, from the OpenAPI of the
+# k8s.io/kubernetes module controlplane/go.mod pins (in Go's module cache once the control plane is
+# built). Run `make kubeschema crds` after changing that version.
+kubeschema: cluster
 	$(PY) scripts/generate_kubeschema.py
 
 clean:

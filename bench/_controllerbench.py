@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from kubeio.client import Kube
+from kubeio.client import PODS, Kube, Resource
+from kubeio.errors import AlreadyExistsError, NotFoundError
 from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
+
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 
 CLK_TCK = 100.0
 
@@ -30,6 +35,99 @@ def bare_cluster() -> Iterator[tuple[LocalCluster, Path, Kube]]:
         ) as cluster,
     ):
         yield cluster, Path(tmp), Kube(cluster.api_client(), qps=0)
+
+
+@contextlib.contextmanager
+def control_plane(nodes: int, webhook: bool) -> Iterator[tuple[LocalCluster, Path, Kube]]:
+    """The real control plane with `nodes` simulated nodes whose pods run for an hour once bound
+    (0: no node agent, pods stay unscheduled) and, with `webhook`, vcjob's webhook registered;
+    no controller. A scratch folder and an unthrottled client come with it."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        running_cluster(
+            Path(tmp) / "cluster",
+            simulator=nodes > 0,
+            nodes=max(nodes, 1),
+            pod_runtime="1h",
+            webhook=webhook,
+            controller=False,
+        ) as cluster,
+    ):
+        yield cluster, Path(tmp), Kube(cluster.api_client(), qps=0)
+
+
+def ensure_namespace(kube: Kube, name: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    with contextlib.suppress(AlreadyExistsError):
+        kube.create(NAMESPACES, None, body)
+
+
+def delete_namespace(kube: Kube, name: str, timeout: float = 600.0) -> None:
+    """Delete a namespace and wait until it is gone, so that the next contender's API server and
+    nodes are as idle as the first one's."""
+    with contextlib.suppress(NotFoundError):
+        kube.delete(NAMESPACES, None, name)
+    deadline = time.monotonic() + timeout
+    while kube.get_or_none(NAMESPACES, None, name) is not None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"namespace {name} still exists after {timeout:.0f}s")
+        time.sleep(0.5)
+
+
+class PodArrivals:
+    """Watches one namespace's pods and notes when each new one is seen: every contender (the
+    plain loop, vcjob's controller, Volcano's) is timed the same way, from the first pod to the
+    last, by the API server's watch rather than by what the contender says of itself."""
+
+    def __init__(self, kube: Kube, namespace: str, expected: int) -> None:
+        self.expected = expected
+        self.times: list[float] = []
+        self._seen: set[str] = set()
+        self._done = threading.Event()
+        self._response: Any = None
+        _, version = kube.list(Resource("", "v1", "pods", "Pod", namespaced=True), limit=1)
+        self._thread = threading.Thread(
+            target=self._watch, args=(kube, namespace, version), daemon=True
+        )
+        self._thread.start()
+
+    def _watch(self, kube: Kube, namespace: str, version: str) -> None:
+        path = PODS.path(namespace)
+        while not self._done.is_set():
+            for event in kube.watch_path(
+                path, resource_version=version, on_open=self._opened, timeout_seconds=600
+            ):
+                obj = event.get("object") or {}
+                meta = obj.get("metadata") or {}
+                version = str(meta.get("resourceVersion") or version)
+                if event.get("type") == "ADDED" and meta.get("name") not in self._seen:
+                    self._seen.add(str(meta.get("name")))
+                    self.times.append(time.monotonic())
+                    if len(self.times) >= self.expected:
+                        self._done.set()
+                        return
+
+    def _opened(self, response: Any) -> None:
+        self._response = response
+
+    def wait(self, timeout: float) -> float:
+        """Seconds from the first pod seen to the last expected one."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"{len(self.times)} of {self.expected} pods after {timeout:.0f}s")
+        return self.times[-1] - self.times[0]
+
+    def first(self) -> float:
+        return self.times[0]
+
+
+def apiserver_metrics(cluster: LocalCluster) -> str:
+    """kube-apiserver's own /metrics (the local cluster's admin may read them)."""
+    api = cluster.api_client()
+    config = api.configuration
+    headers = {a["key"]: a["value"] for a in config.auth_settings().values() if a["in"] == "header"}
+    response = api.call_api("GET", f"{config.host}/metrics", header_params=headers)
+    response.read()
+    return str(response.data.decode())
 
 
 def job_body(name: str, replicas: int) -> dict[str, Any]:
@@ -81,6 +179,43 @@ def process_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process (from /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def status_mb(pid: int, field: str) -> float:
+    """A memory figure of /proc/PID/status (VmRSS: now, VmHWM: the peak) in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class VolcanoControllerProcess:
+    """Volcano's own vc-controller-manager binary on the same control plane (admin kubeconfig,
+    no leader election, the same unthrottled client as vcjob's)."""
+
+    def __init__(self, binary: str, cluster: LocalCluster, log: Path, extra: Sequence[str]) -> None:
+        argv = [
+            binary, "--kubeconfig", str(cluster.kubeconfig), "--leader-elect=false",
+            "--kube-api-qps", "10000", "--kube-api-burst", "10000", *extra,
+        ]  # fmt: skip
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        self.log = log
+
+    def cpu_seconds(self) -> float:
+        return process_cpu_seconds(self.process.pid)
+
+    def peak_rss_mb(self) -> float:
+        return status_mb(self.process.pid, "VmHWM")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
 
 
 class ControllerProcess:
@@ -145,10 +280,10 @@ class ControllerProcess:
         return process_cpu_seconds(self.process.pid)
 
     def rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
+        return status_mb(self.process.pid, "VmRSS")
+
+    def peak_rss_mb(self) -> float:
+        return status_mb(self.process.pid, "VmHWM")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -180,6 +315,37 @@ def requests_by_method(metrics_text: str) -> dict[str, float]:
                 value = float(line.rsplit(" ", 1)[1])
                 totals[method.group(1)] = totals.get(method.group(1), 0.0) + value
     return totals
+
+
+def _buckets_by_bound(metrics_text: str, name: str) -> dict[str, float]:
+    """A histogram's cumulative counts per `le`, summed over its other labels."""
+    counts: dict[str, float] = {}
+    for line in metrics_text.splitlines():
+        if line.startswith(f"{name}_bucket"):
+            le = re.search(r'le="([^"]+)"', line)
+            if le:
+                counts[le.group(1)] = counts.get(le.group(1), 0.0) + float(line.rsplit(" ", 1)[1])
+    return counts
+
+
+def histogram_delta(before: str, after: str, name: str) -> str:
+    """The observations of `name` made between two scrapes, as bucket lines of their own
+    (label sets merged), for `histogram_quantile`."""
+    old = _buckets_by_bound(before, name)
+    return "\n".join(
+        f'{name}_bucket{{le="{le}"}} {count - old.get(le, 0.0)}'
+        for le, count in _buckets_by_bound(after, name).items()
+    )
+
+
+def machine_line() -> str:
+    """CPUs and memory of this machine, for the figures' record."""
+    memory_kb = next(
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal:")
+    )
+    return f"{os.cpu_count()} CPUs, {memory_kb / 1024 / 1024:.0f} GB"
 
 
 def histogram_quantile(metrics_text: str, name: str, q: float) -> float:

@@ -1,20 +1,34 @@
-"""Controller pod-creation rate vs a plain client loop through the same local API server.
+"""Controller pod-creation rate vs one client creating the same pods, on the real control plane.
 
-    .venv/bin/python bench/controller.py [--replicas 1000] [--jobs 200] [--pods-per-job 5]
+    .venv/bin/python bench/controller.py [--jobs 200] [--pods-per-job 5] [--replicas 1000]
+        [--nodes 12] [--webhook] [--volcano-controller PATH [--volcano-arg ARG ...]]
 
-Prints one figure per line: each scenario's seconds for the plain loop and for the controller,
-the ratio (plain / controller: 1.0 = as fast as the physical limit; target ≥ 0.9), the
-controller's CPU milliseconds per pod, the API server's in both phases, and the controller's API
-calls per job by method (its start-up lists and watches included).
+Two scenarios, each in namespaces of its own on one control plane (etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler v1.34 and `--nodes` simulated nodes whose pods run once
+bound): 200 Jobs of 5 pods (`many-jobs`) and one Job of 1 000 (`one-job`). For each:
+
+1. the limit: one client creating the pods itself, one after another;
+2. vcjob's controller: the Jobs are submitted first (through vcjob's webhook with `--webhook`),
+   then a fresh controller starts and creates their PodGroups and pods;
+3. with `--volcano-controller`, Volcano's own vc-controller-manager the same way.
+
+Every contender is timed by one watch on its namespace, from the first pod seen to the last, so
+the figures do not depend on what a contender says of itself. Between contenders the namespace
+is deleted and its pods are gone, so each one starts on an idle API server. Prints one figure per
+line: seconds, the ratio limit/contender (1.0 = as fast as one client; target >= 1.0), CPU
+milliseconds per pod and peak RSS of each controller, the API server's CPU per pod, vcjob's API
+calls per Job by method and, with `--webhook`, the Job create latency as the client and as
+kube-apiserver (`apiserver_admission_webhook_admission_duration_seconds`) see it.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
+import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,76 +40,154 @@ assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
-from kubeio.client import JOBS, PODS, Kube, Resource  # noqa: E402
-from kubeio.errors import AlreadyExistsError  # noqa: E402
+from kubeio.client import JOBS, PODS, Kube  # noqa: E402
 
-ControllerProcess = bench.ControllerProcess
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-TIMEOUT = 600.0
+TIMEOUT = 900.0
+WEBHOOK_HISTOGRAM = "apiserver_admission_webhook_admission_duration_seconds"
 
 
-def ensure_namespace(kube: Kube, name: str) -> None:
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    with contextlib.suppress(AlreadyExistsError):
-        kube.create(NAMESPACES, None, body)
-
-
-def plain_loop(kube: Kube, namespace: str, names: list[str]) -> float:
-    start = time.monotonic()
-    for name in names:
-        kube.create(PODS, namespace, bench.pod_body(name))
-    return time.monotonic() - start
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    cpu_ms_per_pod: float | None = None
+    peak_rss_mb: float | None = None
+    server_cpu_ms_per_pod: float | None = None
 
 
 def server_cpu(cluster: Any) -> float:
     return float(bench.process_cpu_seconds(cluster.component_pids()["kube-apiserver"]))
 
 
-def scenario(label: str, cluster: Any, tmp: Path, kube: Kube, jobs: int, replicas: int) -> None:
-    """The plain loop creates the pods; then the jobs are submitted with no controller running,
-    and a fresh controller is timed from ready (caches synced) to its last pod created."""
-    plain_ns, ctl_ns = f"plain-{label}", f"ctl-{label}"
-    ensure_namespace(kube, plain_ns)
-    ensure_namespace(kube, ctl_ns)
-    total = jobs * replicas
-    names = [f"p{j}-worker-{i}" for j in range(jobs) for i in range(replicas)]
-    server_before = server_cpu(cluster)
-    plain = plain_loop(kube, plain_ns, names)
-    plain_server = server_cpu(cluster) - server_before
+def plain_loop(cluster: Any, kube: Kube, namespace: str, total: int) -> Run:
+    bench.ensure_namespace(kube, namespace)
+    arrivals = bench.PodArrivals(kube, namespace, total)
+    before = server_cpu(cluster)
+    for i in range(total):
+        kube.create(PODS, namespace, bench.pod_body(f"plain-{i}"))
+    seconds = arrivals.wait(TIMEOUT)
+    return Run(seconds, server_cpu_ms_per_pod=1000 * (server_cpu(cluster) - before) / total)
+
+
+def submit(kube: Kube, namespace: str, label: str, jobs: int, replicas: int) -> list[float]:
+    """Create the Jobs; returns each create's latency in seconds."""
+    bench.ensure_namespace(kube, namespace)
+    latencies = []
     for j in range(jobs):
-        kube.create(JOBS, ctl_ns, bench.job_body(f"{label}-{j}", replicas))
-    ctl = ControllerProcess(cluster, tmp / f"controller-{label}.log", "--workers", "4")
+        started = time.monotonic()
+        kube.create(JOBS, namespace, bench.job_body(f"{label}-{j}", replicas))
+        latencies.append(time.monotonic() - started)
+    return latencies
+
+
+def vcjob_controller(
+    cluster: Any, kube: Kube, tmp: Path, namespace: str, total: int, jobs: int
+) -> tuple[Run, dict[str, float]]:
+    arrivals = bench.PodArrivals(kube, namespace, total)
+    ctl = bench.ControllerProcess(cluster, tmp / f"controller-{namespace}.log", "--workers", "4")
     try:
         ctl.wait_ready()
         cpu_before, server_before = ctl.cpu_seconds(), server_cpu(cluster)
-        elapsed = bench.wait_metric(ctl, "volcano_pod_creates_total", total, TIMEOUT)
-        cpu, ctl_server = ctl.cpu_seconds() - cpu_before, server_cpu(cluster) - server_before
+        seconds = arrivals.wait(TIMEOUT)
+        cpu, server = ctl.cpu_seconds() - cpu_before, server_cpu(cluster) - server_before
         # Let the reconciles after the last pod (status writes, Events) finish before counting.
         time.sleep(2.0)
         calls = bench.requests_by_method(ctl.metrics())
+        peak = ctl.peak_rss_mb()
     finally:
         ctl.stop()
-    print(f"{label}: plain loop seconds for {total} pods: {plain:.2f}")
-    print(f"{label}: controller seconds for {total} pods of {jobs} jobs: {elapsed:.2f}")
-    print(f"{label}: ratio plain/controller (target >= 0.9): {plain / elapsed:.2f}")
-    print(f"{label}: controller CPU ms per pod: {1000 * cpu / total:.2f}")
-    print(
-        f"{label}: API server CPU ms per pod, plain loop / controller: "
-        f"{1000 * plain_server / total:.2f} / {1000 * ctl_server / total:.2f}"
-    )
-    by_method = ", ".join(f"{m} {n / jobs:.1f}" for m, n in sorted(calls.items()))
-    print(f"{label}: controller API calls per job: {sum(calls.values()) / jobs:.1f} ({by_method})")
+    run = Run(seconds, 1000 * cpu / total, peak, 1000 * server / total)
+    return run, {method: count / jobs for method, count in calls.items()}
+
+
+def volcano_controller(
+    cluster: Any, kube: Kube, tmp: Path, namespace: str, total: int, binary: str, extra: list[str]
+) -> Run:
+    arrivals = bench.PodArrivals(kube, namespace, total)
+    ctl = bench.VolcanoControllerProcess(binary, cluster, tmp / f"volcano-{namespace}.log", extra)
+    try:
+        cpu_before, server_before = ctl.cpu_seconds(), server_cpu(cluster)
+        seconds = arrivals.wait(TIMEOUT)
+        cpu, server = ctl.cpu_seconds() - cpu_before, server_cpu(cluster) - server_before
+        peak = ctl.peak_rss_mb()
+    finally:
+        ctl.stop()
+    return Run(seconds, 1000 * cpu / total, peak, 1000 * server / total)
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def scenario(
+    label: str, cluster: Any, tmp: Path, kube: Kube, jobs: int, replicas: int, args: Any
+) -> None:
+    total = jobs * replicas
+    plain = plain_loop(cluster, kube, f"plain-{label}", total)
+    bench.delete_namespace(kube, f"plain-{label}")
+    print(f"{label}: one client, seconds for {total} pods: {plain.seconds:.2f}")
+    print(f"{label}: one client, API server CPU ms per pod: {plain.server_cpu_ms_per_pod:.2f}")
+
+    contenders: list[tuple[str, Run]] = []
+    before = bench.apiserver_metrics(cluster) if args.webhook else ""
+    latencies = submit(kube, f"vcjob-{label}", label, jobs, replicas)
+    if args.webhook:
+        after = bench.apiserver_metrics(cluster)
+        webhook_lines(label, latencies, before, after)
+    run, calls = vcjob_controller(cluster, kube, tmp, f"vcjob-{label}", total, jobs)
+    bench.delete_namespace(kube, f"vcjob-{label}")
+    contenders.append(("vcjob", run))
+    by_method = ", ".join(f"{m} {n:.1f}" for m, n in sorted(calls.items()))
+    print(f"{label}: vcjob API calls per job: {sum(calls.values()):.1f} ({by_method})")
+
+    if args.volcano_controller:
+        submit(kube, f"volcano-{label}", label, jobs, replicas)
+        run = volcano_controller(
+            cluster, kube, tmp, f"volcano-{label}", total, args.volcano_controller, args.volcano_arg
+        )
+        bench.delete_namespace(kube, f"volcano-{label}")
+        contenders.append(("volcano", run))
+
+    for name, run in contenders:
+        print(f"{label}: {name} seconds for {total} pods of {jobs} jobs: {run.seconds:.2f}")
+        ratio = plain.seconds / run.seconds
+        print(f"{label}: {name} ratio one-client/{name} (target >= 1.0): {ratio:.2f}")
+        print(f"{label}: {name} CPU ms per pod: {run.cpu_ms_per_pod:.2f}")
+        print(f"{label}: {name} peak RSS MB: {run.peak_rss_mb:.0f}")
+        print(f"{label}: {name} API server CPU ms per pod: {run.server_cpu_ms_per_pod:.2f}")
+
+
+def webhook_lines(label: str, latencies: list[float], before: str, after: str) -> None:
+    """The create latency as the client saw it, and the webhook calls as kube-apiserver timed them
+    (the histogram's growth over the submissions, mutating and validating calls together)."""
+    window = bench.histogram_delta(before, after, WEBHOOK_HISTOGRAM)
+    median, tail = 1000 * statistics.median(latencies), 1000 * quantile(latencies, 0.99)
+    print(f"{label}: job create latency p50/p99 ms: {median:.1f} / {tail:.1f}")
+    p50 = bench.histogram_quantile(window, WEBHOOK_HISTOGRAM, 0.50)
+    p99 = bench.histogram_quantile(window, WEBHOOK_HISTOGRAM, 0.99)
+    seen = f"{1000 * p50:.1f} / {1000 * p99:.1f}"
+    print(f"{label}: webhook call as kube-apiserver sees it p50/p99 ms: {seen}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--replicas", type=int, default=1000)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicas", type=int, default=1000, help="pods of the one-job scenario")
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--pods-per-job", type=int, default=5)
+    parser.add_argument("--nodes", type=int, default=12, help="simulated nodes (0: none)")
+    parser.add_argument("--webhook", action="store_true", help="submit through vcjob's webhook")
+    parser.add_argument(
+        "--volcano-controller", metavar="PATH", help="Volcano's vc-controller-manager"
+    )
+    parser.add_argument("--volcano-arg", action="append", default=[], help="one more flag for it")
+    parser.add_argument("--only", choices=["one-job", "many-jobs"], help="run one scenario")
     args = parser.parse_args()
-    with bench.bare_cluster() as (cluster, tmp, kube):
-        scenario("one-job", cluster, tmp, kube, 1, args.replicas)
-        scenario("many-jobs", cluster, tmp, kube, args.jobs, args.pods_per_job)
+    print(f"machine: {bench.machine_line()}; nodes: {args.nodes}; webhook: {args.webhook}")
+    with bench.control_plane(args.nodes, args.webhook) as (cluster, tmp, kube):
+        if args.only in (None, "many-jobs"):
+            scenario("many-jobs", cluster, tmp, kube, args.jobs, args.pods_per_job, args)
+        if args.only in (None, "one-job"):
+            scenario("one-job", cluster, tmp, kube, 1, args.replicas, args)
 
 
 if __name__ == "__main__":

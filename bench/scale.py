@@ -64,21 +64,6 @@ def create_with_curve(ctl: Any, api_pid: int, total: int, timeout: float) -> Non
         time.sleep(0.2)
 
 
-def bucket_delta(before: str, after: str) -> str:
-    """The histogram lines of `after` minus `before` (a window of observations)."""
-    old = {
-        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-        for line in before.splitlines()
-        if line.startswith(f"{HISTOGRAM}_bucket")
-    }
-    lines = []
-    for line in after.splitlines():
-        if line.startswith(f"{HISTOGRAM}_bucket"):
-            key, value = line.rsplit(" ", 1)
-            lines.append(f"{key} {float(value) - old.get(key, 0.0)}")
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--jobs", type=int, default=100)
@@ -108,7 +93,7 @@ def main() -> None:
             time.sleep(args.steady)
             after = ctl.metrics()
             cpu = ctl.cpu_seconds() - cpu_before
-            window = bucket_delta(before, after)
+            window = bench.histogram_delta(before, after, HISTOGRAM)
             count = ctl.metric(f"{HISTOGRAM}_count")
             p50 = bench.histogram_quantile(window, HISTOGRAM, 0.50)
             p99 = bench.histogram_quantile(window, HISTOGRAM, 0.99)

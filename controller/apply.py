@@ -26,7 +26,7 @@ from typing import Any
 from controller.cache import Cache
 from controller.metrics import Metrics
 from controller.model import ObjectRef, Plan
-from kubeio.client import COMMANDS, JOBS, Kube, resource_for_kind
+from kubeio.client import COMMANDS, JOBS, WORKLOADS, Kube, resource_for_kind
 from kubeio.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -125,6 +125,8 @@ class Applier:
             )
             job.setdefault("kind", "Job")
             self._cache.store_written("Job", job)
+        if plan.workload_status is not None:
+            self._write_workload_status(plan.workload_status)
         if not written:
             if plan.status is not None:
                 job = self._write_status(job, plan.status)
@@ -276,6 +278,17 @@ class Applier:
             result.setdefault("kind", kind)
             self._cache.store_written(kind, result)
 
+    def _write_workload_status(self, workload: WireObject) -> None:
+        """Kueue's Workload status (Finished, or an eviction carried out), with the
+        resourceVersion it was read at: a 409 re-plans from the fresh copy the watch brings."""
+        namespace = str(_meta(workload).get("namespace"))
+        try:
+            written = self._kube.replace_status(WORKLOADS, namespace, workload)
+        except NotFoundError:
+            return
+        written.setdefault("kind", WORKLOADS.kind)
+        self._cache.store_written(WORKLOADS.kind, written)
+
     def _write_status(self, job: WireObject, status: WireObject, guard: bool = False) -> WireObject:
         """The status PUT with the cached resourceVersion. With `guard`, the write stands for
         fix 2's check: a Job that is gone, replaced or being deleted raises JobGoneError."""
@@ -304,6 +317,8 @@ class Applier:
         new_phase = (status.get("state") or {}).get("phase")
         if new_phase and new_phase != old_phase:
             self._metrics.phase_transitions.labels(phase=new_phase).inc()
+            queue = str((job.get("spec") or {}).get("queue") or "")
+            self._metrics.volcano_jobs.entered(_key(job), queue, new_phase)
             log.info(
                 "job phase changed",
                 extra={"job": _key(job), "phase": new_phase, "from_phase": old_phase},

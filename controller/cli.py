@@ -11,14 +11,19 @@ import click
 
 from controller.cronjob.shell import CronJobController
 from controller.elastic_loop import ElasticLoop
+from controller.gates import GateError, enabled, parse_gates
+from controller.jobflow.shell import JobFlowController
 from controller.queues.shell import QueueController
 from controller.runner import Controller
 from controller.settings import Settings
+from controller.volcanometrics import QueueCollector
+from controller.workloads.shell import CONTROLLER_NAME as PG_CONTROLLER
+from controller.workloads.shell import PodGroupController
 from kubeio.client import load_api_client
 from kubeio.signals import install_stop_signals
 from shared.cli import require_free_ports, require_kubeconfig, show_environment_variables
 from shared.duration import parse_duration
-from shared.logging import configure_logging
+from shared.logging import LOG_FORMAT_CHOICES, configure_logging, stderr_log_format
 
 log = logging.getLogger("controller")
 
@@ -61,6 +66,19 @@ DURATION = DurationParam()
 @click.option("--lease-name", default="vcjob-controller", help="Name of the leader Lease.")
 @click.option(
     "--gang-schedulers", default="volcano", help="Comma-separated schedulers that admit PodGroups."
+)
+@click.option(
+    "--controllers",
+    default="*",
+    help="Controllers to run, as Volcano's gates: '*' for all, '-pg-controller' to turn one "
+    "off (pg-controller, queue-controller, cronjob-controller, jobflow-controller; the "
+    "job-controller always runs).",
+)
+@click.option(
+    "--inherit-owner-annotations/--no-inherit-owner-annotations",
+    default=True,
+    help="PodGroups of plain workloads take their owner's volcano.sh/ annotations and "
+    "group-min-member.",
 )
 @click.option(
     "--qps",
@@ -106,7 +124,19 @@ DURATION = DurationParam()
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
     default="info",
 )
-@click.option("--log-format", type=click.Choice(["json", "text"]), default="json")
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMAT_CHOICES),
+    default="auto",
+    show_default=True,
+    help="Log format: auto (text when stderr is a terminal, JSON lines otherwise), json or text.",
+)
+@click.option(
+    "--kueue/--no-kueue",
+    default=True,
+    help="Queue jobs labelled kueue.x-k8s.io/queue-name through Kueue's Workloads "
+    "(--no-kueue: the controller never reads Kueue's API).",
+)
 @click.option(
     "--elastic/--no-elastic",
     default=True,
@@ -157,8 +187,14 @@ def controller_command(**options: Any) -> None:
         options["bind_address"],
         {"--health-port": options["health_port"], "--metrics-port": options["metrics_port"]},
     )
+    try:
+        gates = parse_gates(options["controllers"])
+    except GateError as exc:
+        raise click.BadParameter(str(exc), param_hint="--controllers") from exc
     settings = Settings(
         kubeconfig=options["kubeconfig"],
+        controllers=gates,
+        inherit_owner_annotations=options["inherit_owner_annotations"],
         workers=options["workers"],
         leader_elect=options["leader_elect"],
         lease_namespace=options["lease_namespace"],
@@ -176,8 +212,9 @@ def controller_command(**options: Any) -> None:
         disable_network_policy=options["disable_network_policy"],
         ssh_key_type=cast(Literal["rsa", "ed25519"], options["ssh_key_type"]),
         log_level=options["log_level"],
-        log_format=cast(Literal["json", "text"], options["log_format"]),
+        log_format=stderr_log_format(options["log_format"]),
         elastic=options["elastic"],
+        kueue=options["kueue"],
         elastic_period=options["elastic_period"],
         elastic_dry_run=options["elastic_dry_run"],
         elastic_max_step=options["elastic_max_step"],
@@ -206,9 +243,26 @@ def run_controller(settings: Settings) -> int:
     controller.start()
     if settings.elastic:
         _start_elastic(settings, controller, stop)
-    # CronJobs and Queues: each with its own work queue, acting only while this process leads.
-    loops = [c(controller.kube, controller.recorder, controller.is_leader) for c in _LOOPS]
+    # CronJobs, Queues, JobFlows, workloads' PodGroups: each with its own work queue, acting only
+    # while this process leads.
+    loops: list[CronJobController | QueueController | JobFlowController | PodGroupController] = [
+        c(controller.kube, controller.recorder, controller.is_leader)
+        for c in _LOOPS
+        if enabled(_LOOP_NAMES[c], settings.controllers)
+    ]
+    if enabled(PG_CONTROLLER, settings.controllers):
+        loops.append(
+            PodGroupController(
+                controller.kube,
+                controller.recorder,
+                controller.is_leader,
+                scheduler_names=settings.gang_schedulers,
+                inherit_owner_annotations=settings.inherit_owner_annotations,
+            )
+        )
     for loop in loops:
+        if isinstance(loop, QueueController):
+            controller.metrics.registry.register(QueueCollector(loop.watched))
         loop.start()
     while not stop.wait(1.0):
         pass
@@ -219,10 +273,18 @@ def run_controller(settings: Settings) -> int:
     return 0
 
 
-_LOOPS: tuple[type[CronJobController] | type[QueueController], ...] = (
+_LOOPS: tuple[type[CronJobController] | type[QueueController] | type[JobFlowController], ...] = (
     CronJobController,
     QueueController,
+    JobFlowController,
 )
+_LOOP_NAMES: dict[
+    type[CronJobController] | type[QueueController] | type[JobFlowController], str
+] = {
+    CronJobController: "cronjob-controller",
+    QueueController: "queue-controller",
+    JobFlowController: "jobflow-controller",
+}
 
 
 def _start_elastic(settings: Settings, controller: Controller, stop: threading.Event) -> None:

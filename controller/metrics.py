@@ -25,6 +25,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from controller.volcanometrics import JobPhaseCounters
 from kubeio.workqueue import QueueHooks
 
 CONTROLLER = "job"
@@ -141,6 +142,8 @@ class Metrics:
             ["phase"],
             registry=r,
         )
+        # Volcano's job controller counters (see controller.volcanometrics).
+        self.volcano_jobs = JobPhaseCounters(r)
         self.is_leader = Gauge(
             "leader_election_master_status", "1 while this replica leads.", ["name"], registry=r
         )

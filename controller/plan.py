@@ -28,17 +28,25 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controller import (
+    attempts,
+    blocked,
     commands,
+    deadline,
     dependson,
     gang,
+    kueue,
     partitions,
     podgroup,
     podview,
     policies,
     restarts,
+    retrybudget,
     scaling,
     state,
     successpolicy,
+    suspension,
+    typedconditions,
+    unrecoverable,
     volumes,
 )
 from controller import status as status_mod
@@ -53,12 +61,18 @@ from shared import labels
 from shared.models import Job, JobPhase, PolicyAction, PolicyEvent, TaskSpec
 
 PVC_RECHECK = timedelta(seconds=10)
+# A job the scheduler does not admit is looked at again this often (its Queue is not watched).
+BLOCKED_RECHECK = timedelta(seconds=10)
 # After a phase change, look again soon even if no watch event arrives.
 FOLLOW_UP = timedelta(seconds=1)
 PLUGIN_KINDS = ("Service", "ConfigMap", "NetworkPolicy", "Secret")
 
 _TARGETED = frozenset(
     {PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD, PolicyAction.RESTART_PARTITION}
+)
+# Phases in which `activeDeadlineSeconds` can fail the job (suspended ones stop its clock).
+DEADLINE_PHASES = frozenset(
+    {JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING, JobPhase.ABORTING, JobPhase.ABORTED}
 )
 MEMORY_TIMERS = "timers"
 MEMORY_SHAPE = "specShape"
@@ -111,6 +125,14 @@ class _Planner:
             self.old_status.get("succeededIndexes")
         )
         self.tasks: dict[str, TaskSpec] = {str(t.name): t for t in self.job.spec.tasks}
+        # vcjob's lifecycle extensions (docs/lifecycle.md).
+        self.retry_policy = self.job.spec.retry_policy
+        self.restart_counts: dict[str, int] = {
+            k: int(v) for k, v in (self.old_status.get("restartCounts") or {}).items()
+        }
+        self.attempts: list[dict[str, Any]] = list(self.old_status.get("attempts") or [])
+        self.clock = deadline.RunClock.from_status(self.old_status)
+        self.missing_pvcs: list[str] = []
         self._record_deleted_successes()
         self.all_pods_by_name = {podview.name_of(p): p for p in observed.pods}
         self.pods = [p for p in observed.pods if self._owned(p)]
@@ -125,6 +147,10 @@ class _Planner:
         self.transitioned = False
         # A transition with effects was decided: this plan only writes it (and its events).
         self.decided = False
+        self.kueue = self._kueue_steps()
+        # Suspended for this plan: spec.suspend, or Kueue suspends the job in this very plan (a
+        # job Kueue unsuspends gets its pods in the next plan, once spec.suspend is false).
+        self.suspended = suspension.is_suspended(self.raw_job) or self.kueue.set_suspend is True
 
     # ------------------------------------------------------------------ helpers
 
@@ -306,9 +332,12 @@ class _Planner:
             self._set_phase(
                 JobPhase.PENDING, "JobCreated", "the job was accepted and waits for its pods"
             )
-        else:
+        elif not (self._deadline_passed() or self._unrecoverable()):
+            # Neither failed the job: commands and policies decide.
             decisions = self._commands()
-            if self.phase in state.ACTIVE or self.phase == JobPhase.RESTARTING:
+            if (self.phase in state.ACTIVE and not self.suspended) or (
+                self.phase == JobPhase.RESTARTING
+            ):
                 decisions += self._policy_decisions()
             else:
                 self.timers = {}
@@ -322,8 +351,107 @@ class _Planner:
             self._sync_phase()
             if self.phase in state.TERMINAL and not self.transitioned:
                 self._finish()
+            self._apply_kueue()
         self._finalize()
         return self.plan
+
+    # ------------------------------------------------------------------ suspension and Kueue
+
+    def _kueue_steps(self) -> kueue.KueueSteps:
+        if not self.settings.kueue:
+            return kueue.KueueSteps()
+        finished: bool | None = None
+        if self.initial_phase == JobPhase.COMPLETED:
+            finished = True
+        elif self.initial_phase in (JobPhase.FAILED, JobPhase.TERMINATED):
+            finished = False
+        return kueue.plan_kueue(
+            self.raw_job,
+            self.observed.workload,
+            self.observed.resource_flavors,
+            priority_values=self.observed.priority_values,
+            finished=finished,
+            finish_message=f"the job is {self.phase.value}: {self.message or ''}".rstrip(": "),
+            pods_gone=all(podview.is_finished(p) and not podview.is_deleting(p) for p in self.pods),
+            now=status_mod.rfc3339(self.now),
+        )
+
+    def _apply_kueue(self) -> None:
+        steps = self.kueue
+        if steps.create_workload is not None:
+            self.plan.create.insert(0, steps.create_workload)
+        if steps.set_suspend is not None:
+            patch = self.plan.job_spec_patch or {}
+            patch.setdefault("spec", {})["suspend"] = steps.set_suspend
+            self.plan.job_spec_patch = patch
+            # Our own write's echo does not wake the job: look again at once.
+            self.requeue.append(FOLLOW_UP)
+        self.plan.workload_status = steps.workload_status
+
+    def _suspended_message(self) -> str:
+        return (
+            self.kueue.waiting_message
+            or "the job is suspended (spec.suspend is true): it has no pods until it is resumed"
+        )
+
+    def _sync_suspended(self) -> None:
+        """No pods while suspended: the unfinished ones are deleted (finished pods, the retry
+        count and the version stay), the PodGroup too (the gang is admitted afresh on resume);
+        the job waits in Pending with reason Suspended."""
+        self._kill_unfinished()
+        self._delete_pod_group()
+        self.timers = {}
+        message = self._suspended_message()
+        if (self.phase, self.reason, self.message) != (
+            JobPhase.PENDING,
+            suspension.STATE_REASON,
+            message,
+        ):
+            self._set_phase(JobPhase.PENDING, suspension.STATE_REASON, message)
+
+    def _deadline_passed(self) -> bool:
+        """`spec.activeDeadlineSeconds` passed while the job ran: it fails (its unfinished pods
+        are deleted by the reconciles after this decision)."""
+        limit = self.job.spec.active_deadline_seconds
+        if limit is None or self.phase not in DEADLINE_PHASES:
+            return False  # finishing (Completing, Terminating) or finished: too late to fail
+        suspended = suspension.clock_paused(self.job, self.phase)
+        due = deadline.check(limit, self.clock, suspended=suspended, now=self.now)
+        if due.remaining is not None:
+            self.requeue.append(due.remaining)
+        if not due.exceeded:
+            return False
+        self._kill_unfinished()
+        self.decided = self._set_phase(
+            JobPhase.FAILED,
+            "DeadlineExceeded",
+            f"the job ran longer than its activeDeadlineSeconds of {limit}s",
+        )
+        if self.decided:
+            self._end_restart()
+            self.plan.events.append(
+                EventRecord(
+                    "Warning",
+                    "DeadlineExceeded",
+                    f"the job was active for {limit}s, its activeDeadlineSeconds; "
+                    "its pods are deleted",
+                )
+            )
+        return True
+
+    def _unrecoverable(self) -> bool:
+        """A Pending job that can never run (a name longer than DNS allows, a plugin that cannot
+        be configured) fails now with the reason instead of waiting forever."""
+        if self.phase != JobPhase.PENDING:
+            return False
+        problem = unrecoverable.find(self.job)
+        if problem is None:
+            return False
+        self._kill_unfinished()
+        self.decided = self._set_phase(JobPhase.FAILED, problem.reason, problem.message)
+        if self.decided:
+            self.plan.events.append(EventRecord("Warning", problem.reason, problem.message))
+        return True
 
     def _keep_only_the_decision(self) -> None:
         """A transition with effects is persisted before any of them: this plan writes the
@@ -540,16 +668,39 @@ class _Planner:
             EventRecord("Normal", "ExecuteAction", f"Start to execute action {action.value}")
         )
         retry_before = self.retry_count
+        cause = retrybudget.classify(decision, self._pod_of(decision.pod))
+        charge = retrybudget.charge(cause, self.retry_policy)
         # The kills only shape the status written with the decision (counters, succeeded
         # indexes); the plan drops them and the next reconciles carry them out.
-        self._kill_for(transition, target, retry_before)
-        if transition.counts_retry:
+        self._kill_for(transition, target, retry_before, charged=charge.max_retry)
+        if transition.counts_retry and charge.max_retry:
             self.retry_count += 1
         if transition.bump_version:
             self.version += 1
         self._forget_timers(transition, target)
         if transition.to == JobPhase.RESTARTING:
-            self.restart = restarts.RestartRecord(action, target.tasks, target.pods)
+            self._count_restart(cause)
+            backoff = 0.0
+            if transition.counts_retry and charge.counted:
+                counted = self.restart_counts.get("application", 0) + self.restart_counts.get(
+                    "infrastructure", 0
+                )
+                backoff = retrybudget.backoff_seconds(self.retry_policy, counted, self.job.uid)
+            when = status_mod.rfc3339(self.now)
+            self.attempts = attempts.end(
+                self.attempts,
+                when,
+                cause=cause.value,
+                reason=f"{action.value} because {decision.cause}",
+                failed=attempts.failed_pods(self.pods),
+                backoff_seconds=backoff,
+            )
+            not_before = (
+                status_mod.rfc3339(self.now + timedelta(seconds=backoff)) if backoff else None
+            )
+            self.restart = restarts.RestartRecord(
+                action, target.tasks, target.pods, cause.value, not_before
+            )
             self.controlled[restarts.RECORD_KEY] = restarts.encode(self.restart)
         else:
             self.restart = None
@@ -557,10 +708,28 @@ class _Planner:
         message = f"{action.value} because {decision.cause}"
         self.decided = self._set_phase(transition.to, source, message)
 
-    def _kill_for(self, transition: Transition, target: _Target, retry_before: int) -> None:
+    def _pod_of(self, name: str | None) -> Mapping[str, Any] | None:
+        """The pod an event is about, as last seen (a deleted pod from its watch edge)."""
+        if not name:
+            return None
+        if name in self.all_pods_by_name:
+            return self.all_pods_by_name[name]
+        return next(
+            (e.pod for e in self.observed.pod_edges if podview.name_of(e.pod) == name), None
+        )
+
+    def _count_restart(self, cause: retrybudget.Cause) -> None:
+        key = cause.value.lower()
+        self.restart_counts[key] = self.restart_counts.get(key, 0) + 1
+
+    def _kill_for(
+        self, transition: Transition, target: _Target, retry_before: int, *, charged: bool
+    ) -> None:
         if transition.kill == Kill.ALL:
-            keep_finished = transition.counts_retry and state.is_last_retry(
-                retry_before, self.max_retry
+            keep_finished = (
+                transition.counts_retry
+                and charged
+                and state.is_last_retry(retry_before, self.max_retry)
             )
             self._kill(p for p in self.pods if not (keep_finished and podview.is_finished(p)))
             self.recorded_succeeded = {}
@@ -599,7 +768,9 @@ class _Planner:
         self._kill(p for p in self.pods if podview.is_out_of_sync(p))
         if self.phase == JobPhase.RESTARTING and self._sync_restarting():
             return  # Pending or Failed is written before anything is created
-        if self.phase in state.ACTIVE:
+        if self.phase in state.ACTIVE and self.suspended:
+            self._sync_suspended()
+        elif self.phase in state.ACTIVE:
             self._sync_active()
         elif self.phase in state.DRAINING:
             self._sync_draining()
@@ -630,12 +801,34 @@ class _Planner:
                 return True
             return False
         record = self.restart
+        if (
+            record is not None
+            and record.cause == retrybudget.Cause.INFRASTRUCTURE
+            and retrybudget.infrastructure_exhausted(
+                self.restart_counts.get("infrastructure", 0), self.retry_policy
+            )
+        ):
+            self._kill_unfinished()
+            allowed = self.retry_policy.infrastructure_retries if self.retry_policy else 0
+            if self._set_phase(
+                JobPhase.FAILED,
+                "InfrastructureRetriesExceeded",
+                f"the job was restarted {self.restart_counts.get('infrastructure', 0)} times "
+                f"because of the infrastructure, retryPolicy.infrastructureRetries is {allowed}",
+            ):
+                self._end_restart()
+                return True
+            return False
         self._kill(p for p in self.pods if restarts.is_victim(record, p, self.version))
         needs_new_group = record is None or record.needs_new_pod_group
         if needs_new_group:
             self._delete_pod_group()
         group_gone = not needs_new_group or self.observed.pod_group is None
         pods_gone = all(self._live(p) and not podview.is_out_of_sync(p) for p in self.pods)
+        not_before = status_mod.parse_time(record.not_before if record else None)
+        if group_gone and pods_gone and not_before is not None and self.now < not_before:
+            self.requeue.append(not_before - self.now)  # the backoff before recreating
+            return False
         if (
             group_gone
             and pods_gone
@@ -644,6 +837,7 @@ class _Planner:
             )
         ):
             self._end_restart()
+            self.attempts = attempts.start(self.attempts, status_mod.rfc3339(self.now))
             return True
         return False
 
@@ -660,6 +854,12 @@ class _Planner:
             self._set_phase(final, self.reason or final.value, self.message or final.value)
 
     def _sync_active(self) -> None:
+        if self.reason == suspension.STATE_REASON and self.phase == JobPhase.PENDING:
+            self._set_phase(
+                JobPhase.PENDING,
+                "Resumed",
+                "spec.suspend is false: the pods of the same attempt are created again",
+            )
         vplan = volumes.plan_volumes(
             self.job,
             list(self.raw_job.get("spec", {}).get("volumes") or []),
@@ -669,6 +869,7 @@ class _Planner:
         self.controlled.update(vplan.controlled)
         if vplan.missing:
             # fix 15: wait for the user's PVC, never terminate because of it.
+            self.missing_pvcs = list(vplan.missing)
             names = ", ".join(vplan.missing)
             if self.phase == JobPhase.PENDING:
                 self._set_phase(
@@ -723,16 +924,24 @@ class _Planner:
             pod_group=labels.pod_group_name(self.job.name, self.job.uid),
             claims=claims,
             plugins=self.plugins,
+            attempt=attempts.current_index(self.attempts),
         )
         live_by_task = self._live_pods_by_task(p for p in self.pods if self._live(p))
         for task_name, task in self.tasks.items():
             if not dependson.can_create(self.job, task, live_by_task):
                 continue
             done = self.recorded_succeeded.get(task_name, set())
+            override = self.kueue.overrides.get(task_name)
+            replicas = task.replica_count
+            if override is not None and override.count is not None:
+                replicas = min(replicas, override.count)
             for i in scaling.missing_indexes(
-                self.job.name, task_name, task.replica_count, self.all_pods_by_name.keys(), done
+                self.job.name, task_name, replicas, self.all_pods_by_name.keys(), done
             ):
-                self.created.append(build_pod(ctx, task, i))
+                pod = build_pod(ctx, task, i)
+                self.created.append(
+                    pod if override is None else kueue.apply_override(pod, override)
+                )
         if self.created:
             self.plan.create.extend(self.created)
             self.plan.guard_uid = self.job.uid
@@ -859,6 +1068,84 @@ class _Planner:
 
     # ------------------------------------------------------------------ status
 
+    def _blocked(self) -> blocked.Blocked | None:
+        if self.phase != JobPhase.PENDING:
+            return None
+        queue_name = self.job.spec.queue or labels.DEFAULT_QUEUE
+        if self.observed.queue_looked_up:
+            queue_obj = self.observed.queue
+            facts = blocked.QueueFacts(
+                queue_name,
+                found=queue_obj is not None,
+                state=((queue_obj or {}).get("status") or {}).get("state"),
+            )
+        else:
+            facts = blocked.QueueFacts(queue_name)
+        found = blocked.blocked_reason(
+            missing_pvcs=self.missing_pvcs,
+            queue=facts,
+            pod_group=self._pod_group_usable(),
+            pods=[p for p in self.pods if self._live(p)],
+        )
+        if found is not None and found.reason in blocked.NOT_ADMITTED:
+            self.requeue.append(BLOCKED_RECHECK)  # a Queue change enqueues no job
+        return found
+
+    def _lifecycle_status(self, new_status: dict[str, Any]) -> None:
+        """vcjob's own status fields: the run clock, restart counts by cause, the attempts, the
+        typed conditions and `reason`. Volcano's fields are left as they are."""
+        when = status_mod.rfc3339(self.now)
+        self.clock = deadline.advance(
+            self.clock,
+            running=self.phase == JobPhase.RUNNING,
+            suspended=suspension.clock_paused(self.job, self.phase),
+            now=self.now,
+        )
+        if not self.attempts:
+            self.attempts = attempts.start([], when)
+        if self.phase in state.TERMINAL:
+            self.attempts = attempts.end(
+                self.attempts,
+                self.last_transition or when,
+                cause=None,
+                reason=self.reason or self.phase.value,
+                failed=attempts.failed_pods(self.pods),
+            )
+        facts = typedconditions.JobFacts(
+            phase=self.phase,
+            reason=self.reason,
+            message=self.message,
+            pod_group_phase=podgroup.phase_of(self._pod_group_usable()) or None,
+            blocked=self._blocked(),
+            generation=int(podview.metadata(self.raw_job).get("generation") or 0),
+        )
+        typed = typedconditions.merged(self.old_status.get("typedConditions") or [], facts, when)
+        typed = suspension.suspended_conditions(
+            typed,
+            suspended=self.suspended and self.phase not in state.TERMINAL,
+            message=self._suspended_message()
+            if self.suspended
+            else "spec.suspend is false: the job runs",
+            now=when,
+            generation=podview.metadata(self.raw_job).get("generation"),
+        )
+        fields: dict[str, Any] = {
+            **self.clock.to_status(),
+            "restartCounts": {
+                "application": self.restart_counts.get("application", 0),
+                "infrastructure": self.restart_counts.get("infrastructure", 0),
+                "operator": self.restart_counts.get("operator", 0),
+            },
+            "attempts": self.attempts,
+            "typedConditions": typed,
+            "reason": typedconditions.status_reason(typed),
+        }
+        for key, value in fields.items():
+            if value is None:
+                new_status.pop(key, None)
+            else:
+                new_status[key] = value
+
     def _finalize(self) -> None:
         tally = self._tally()
         new_status = copy.deepcopy(self.old_status)
@@ -891,6 +1178,7 @@ class _Planner:
         )
         if self.running_duration is not None:
             new_status["runningDuration"] = self.running_duration
+        self._lifecycle_status(new_status)
         if not status_mod.unchanged(self.old_status, new_status):
             self.plan.status = new_status
 

@@ -57,6 +57,8 @@ class PodContext:
     # (mountPath, claimName) for every job volume whose PVC is known.
     claims: Sequence[tuple[str, str]]
     plugins: Sequence[PodPlugin]
+    # The job's attempt (`status.attempts`), on every pod so the logs of attempts differ.
+    attempt: int = 0
 
 
 def owner_reference(job: Job) -> WireObject:
@@ -157,8 +159,27 @@ def partition_id(task: TaskSpec, index: int) -> str | None:
     return str(index // size) if size > 0 else "0"
 
 
-def claim_volume_name(claim: str) -> str:
-    return "pvc-" + hashlib.sha256(claim.encode()).hexdigest()[:12]
+_NAME_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+# A pod volume's name is a DNS label: at most 63 characters, 13 of them `-<suffix>`.
+_VOLUME_JOB_PREFIX = 63 - 13
+
+
+def name_suffix(seed: str, length: int = 12) -> str:
+    """`length` characters of [0-9a-z] derived from `seed`: they look like Volcano's random
+    suffixes but come out the same on every reconcile, so nothing is created twice."""
+    digest = int.from_bytes(hashlib.sha256(seed.encode()).digest(), "big")
+    suffix = ""
+    for _ in range(length):
+        digest, rest = divmod(digest, len(_NAME_ALPHABET))
+        suffix += _NAME_ALPHABET[rest]
+    return suffix
+
+
+def claim_volume_name(job_name: str, claim: str) -> str:
+    """The pod volume that mounts a job volume's PVC: `<job>-<12 [0-9a-z]>`, as Volcano names it
+    (the job name cut so the whole stays a DNS label); one name per claim, the same in every pod."""
+    prefix = job_name[:_VOLUME_JOB_PREFIX].rstrip("-.")
+    return f"{prefix}-{name_suffix(claim)}"
 
 
 def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
@@ -196,6 +217,7 @@ def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
             labels.QUEUE_NAME_KEY: queue,
             labels.JOB_VERSION_KEY: str(ctx.version),
             labels.JOB_RETRY_COUNT_KEY: str(ctx.retry_count),
+            labels.ATTEMPT_KEY: str(ctx.attempt),
             labels.TEMPLATE_UID_KEY: labels.template_uid(job.name, task_name),
             labels.POD_GROUP_KEY: ctx.pod_group,
         }
@@ -222,12 +244,16 @@ def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
         if claim in seen_claims:
             continue
         seen_claims.add(claim)
-        volume_name = claim_volume_name(claim)
+        volume_name = claim_volume_name(job.name, claim)
         add_volume(spec, {"name": volume_name, "persistentVolumeClaim": {"claimName": claim}})
-        for container in containers(spec):
+        # Only the main containers, as Volcano: init containers keep their own volumes.
+        for container in containers(spec, init=False):
             add_mount(container, {"name": volume_name, "mountPath": mount_path})
 
     pod: WireObject = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
     for plugin in ctx.plugins:
         plugin.on_pod(pod, task, index)
+    # After Volcano's own variables, which keep their order.
+    for container in containers(spec):
+        set_env(container, labels.ATTEMPT_ENV, str(ctx.attempt))
     return pod

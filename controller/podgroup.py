@@ -14,7 +14,9 @@ from shared.models.job import PARTITION_ID_LABEL, NetworkTopology
 
 WireObject = dict[str, Any]
 
-ADMITTED_PHASES = frozenset({"Inqueue", "Running"})
+# Volcano's job controller creates pods once the PodGroup is past Pending: a gang gone Unknown
+# gets its missing pods back, so that it can run again.
+ADMITTED_PHASES = frozenset({"Inqueue", "Running", "Unknown", "Completed"})
 # Kept in line on every sync; `networkTopology` is set at creation only, as Volcano does.
 SPEC_FIELDS = (
     "minMember",

@@ -29,6 +29,10 @@ class RestartRecord:
     action: PolicyAction
     tasks: frozenset[str] = frozenset()
     pods: frozenset[str] = frozenset()
+    # vcjob's retry budgets: what caused the restart (`controller.retrybudget.Cause`) and the
+    # time (RFC 3339) before which the pods are not recreated (the backoff); None when unset.
+    cause: str | None = None
+    not_before: str | None = None
 
     @property
     def needs_new_pod_group(self) -> bool:
@@ -37,11 +41,16 @@ class RestartRecord:
 
 
 def encode(record: RestartRecord) -> str:
-    return json.dumps(
-        {"action": record.action.value, "tasks": sorted(record.tasks), "pods": sorted(record.pods)},
-        separators=(",", ":"),
-        sort_keys=True,
-    )
+    fields: dict[str, Any] = {
+        "action": record.action.value,
+        "tasks": sorted(record.tasks),
+        "pods": sorted(record.pods),
+    }
+    if record.cause is not None:
+        fields["cause"] = record.cause
+    if record.not_before is not None:
+        fields["notBefore"] = record.not_before
+    return json.dumps(fields, separators=(",", ":"), sort_keys=True)
 
 
 def decode(text: str | None) -> RestartRecord | None:
@@ -58,6 +67,8 @@ def decode(text: str | None) -> RestartRecord | None:
         action,
         frozenset(str(t) for t in raw.get("tasks") or []),
         frozenset(str(p) for p in raw.get("pods") or []),
+        str(raw["cause"]) if raw.get("cause") else None,
+        str(raw["notBefore"]) if raw.get("notBefore") else None,
     )
 
 

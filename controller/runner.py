@@ -24,11 +24,12 @@ from controller.elastic_plan import has_elastic_task, job_phase, wakes_autoscale
 from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
 from controller.model import Observed, Plan, PlanSettings
-from controller.observe import build_observed, pvcs_to_look_up
+from controller.observe import build_observed, pvcs_to_look_up, waits_for_admission
 from controller.plugins.ssh import needs_generated_key
 from controller.server import HttpEndpoints
 from controller.settings import Settings
 from controller.sshkeys import generate_key_pair
+from controller.suspension import managed_by_other
 from kubeio.client import (
     COMMANDS,
     CONFIGMAPS,
@@ -38,7 +39,10 @@ from kubeio.client import (
     PODS,
     PRIORITY_CLASSES,
     PVCS,
+    QUEUES,
+    RESOURCE_FLAVORS,
     SERVICES,
+    WORKLOADS,
     ApiClient,
     Kube,
     WireObject,
@@ -49,13 +53,15 @@ from kubeio.errors import KubeError, NotFoundError, PartialProgressError, Perman
 from kubeio.events import EventRecorder
 from kubeio.informer import Reflector, WatchSpec
 from kubeio.workqueue import WorkQueue
-from shared.labels import JOB_NAME_KEY
+from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
 from shared.logging import announce
 
 log = logging.getLogger(__name__)
 
 ReconcileFn = Callable[[Observed, PlanSettings], Plan]
 
+# A Queue read for a job waiting for admission serves every job of that queue this long.
+QUEUE_LOOKUP_TTL = 3.0
 # A worker that has not come back from one reconcile for this long makes /healthz fail.
 WORKER_STALL_SECONDS = 300.0
 
@@ -70,6 +76,9 @@ WATCHES = (
     WatchSpec(PVCS, JOB_NAME_KEY),
     WatchSpec(PRIORITY_CLASSES),
 )
+# Kueue's objects (settings.kueue): a cluster without Kueue does not serve them and the watches
+# idle, looking again now and then.
+KUEUE_WATCHES = (WatchSpec(WORKLOADS), WatchSpec(RESOURCE_FLAVORS))
 
 
 class _JobPhaseStore:
@@ -145,8 +154,9 @@ class Controller:
         self.metrics = metrics or Metrics()
         self._owns_client = kube is None
         if kube is None:
-            # Our own pool: ten watches hold a connection each, plus workers and parallel creates.
-            api_client = pooled_copy(api_client, 16 + settings.workers + 2 * CREATE_PARALLELISM)
+            # Our own pool: the watches (the job controller's ten, the queue, CronJob and PodGroup
+            # controllers' eleven) hold a connection each, plus workers and parallel creates.
+            api_client = pooled_copy(api_client, 24 + settings.workers + 2 * CREATE_PARALLELISM)
             kube = Kube(
                 api_client,
                 qps=settings.qps,
@@ -163,6 +173,8 @@ class Controller:
         self._plan_settings = settings.plan_settings()
         self._memory: dict[str, _Memory] = {}
         self._memory_lock = threading.Lock()
+        # Queues read for jobs waiting for admission: name -> (monotonic time read, Queue or None).
+        self._queues: dict[str, tuple[float, WireObject | None]] = {}
         self._watch_stop = threading.Event()
         self._leader_stop = threading.Event()
         self._pending_listeners: list[Callable[[], None]] = []
@@ -176,7 +188,7 @@ class Controller:
                 self._enqueue_all,
                 self._watch_stop,
             )
-            for spec in WATCHES
+            for spec in (*WATCHES, *(KUEUE_WATCHES if settings.kueue else ()))
         ]
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
@@ -405,11 +417,17 @@ class Controller:
         (then the job is reconciled again at once: our own watch echoes do not trigger it)."""
         view = self.cache.view(key)
         job = view.job
+        if job is not None and managed_by_other(job):
+            # spec.managedBy names another controller: its status and children are not ours.
+            self.cache.take_edges(key)
+            return None, False
         if job is None or job["metadata"].get("deletionTimestamp"):
             # Deleted: the garbage collector removes the children through ownerReferences.
             with self._memory_lock:
                 self._memory.pop(key, None)
             self.cache.take_edges(key)
+            if job is None:
+                self.metrics.volcano_jobs.forget(key)
             if job is None and view.commands:
                 self._delete_orphan_commands(key, view.commands)
             return None, False
@@ -430,9 +448,15 @@ class Controller:
                 memory=memory,
                 priority_values=self.cache.priority_values(),
                 looked_up_pvcs=looked_up,
+                resource_flavors=self.cache.resource_flavors(),
             )
             if observed is None:
                 return None, False
+            if waits_for_admission(job, observed.pod_group):
+                queue_name = str(job.get("spec", {}).get("queue") or DEFAULT_QUEUE)
+                queue_read = self._look_up_queue(key, queue_name)
+                if queue_read is not None:
+                    observed = replace(observed, queue=queue_read[0], queue_looked_up=True)
             if needs_generated_key(observed.job, observed.children, observed.memory):
                 fresh = generate_key_pair(self._plan_settings.ssh_key_type)
                 observed = replace(observed, ssh_key=fresh)
@@ -451,6 +475,23 @@ class Controller:
         # A written phase is a decision whose effects the next reconcile carries out: go on at
         # once (the watch echo of our own status write does not enqueue the job again).
         return plan.requeue_after, follow_up_needed(job, plan, result.objects_written)
+
+    def _look_up_queue(self, key: str, name: str) -> tuple[WireObject | None] | None:
+        """The Queue `name` (None inside: it does not exist), read at most once per
+        `QUEUE_LOOKUP_TTL` for all the jobs waiting in it; None when it cannot be read."""
+        now = self.clock.monotonic()
+        with self._memory_lock:
+            cached = self._queues.get(name)
+        if cached is not None and now - cached[0] < QUEUE_LOOKUP_TTL:
+            return (cached[1],)
+        try:
+            queue = self.kube.get_or_none(QUEUES, None, name)
+        except KubeError as exc:  # e.g. no Queue CRD: the reason is only less precise
+            log.info("queue not readable", extra={"job": key, "error": str(exc)})
+            return None
+        with self._memory_lock:
+            self._queues[name] = (now, queue)
+        return (queue,)
 
     def _delete_orphan_commands(self, key: str, commands: list[dict[str, Any]]) -> None:
         """Commands whose Job does not exist can never run: delete them. The cache may lag

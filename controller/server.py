@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +17,13 @@ Route = Callable[[dict[str, list[str]]], tuple[int, str, bytes]]
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client that hung up before the answer (a probe that timed out, a scraper that gave
+        # up) is no error of ours: socketserver would print a traceback to stderr for it.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 def _handler(routes: dict[str, Route]) -> type[BaseHTTPRequestHandler]:

@@ -3,27 +3,21 @@ by the job, with a generated name written back into the spec."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.podgen import child_metadata
+from controller.podgen import child_metadata, name_suffix
 from shared.models import Job
 
 WireObject = dict[str, Any]
-_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def generated_claim_name(job: Job, index: int) -> str:
-    """`<job>-pvc-<12 chars>`, derived from the job UID and the volume's position (stable across
-    re-plans, unique per job)."""
-    digest = int.from_bytes(hashlib.sha256(f"{job.uid}/{index}".encode()).digest(), "big")
-    suffix = ""
-    for _ in range(12):
-        digest, rest = divmod(digest, len(_ALPHABET))
-        suffix += _ALPHABET[rest]
-    return f"{job.name}-pvc-{suffix}"
+    """`<job>-pvc-<12 [0-9a-z]>`, Volcano's format (GenPVCName), derived from the job UID and the
+    volume's position: stable across re-plans, so a reconcile before the name is written back into
+    the spec never creates a second claim."""
+    return f"{job.name}-pvc-{name_suffix(f'{job.uid}/{index}')}"
 
 
 @dataclass

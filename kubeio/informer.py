@@ -55,6 +55,7 @@ class Reflector:
         timeout_seconds: int = 300,
         max_backoff: float = 30.0,
         end_when_missing: bool = False,
+        missing_recheck: float = 60.0,
     ) -> None:
         self._kube = kube
         self._spec = spec
@@ -66,6 +67,9 @@ class Reflector:
         # A resource the server stops serving (its CRD deleted) ends the loop: `missing` is set
         # after the store was emptied.
         self._end_when_missing = end_when_missing
+        # How soon a resource the server does not serve (its CRD not installed yet) is looked for
+        # again: what it costs is one 404 per period.
+        self._missing_recheck = missing_recheck
         self.missing = threading.Event()
         self._synced = threading.Event()
         self._heartbeat = time.monotonic()
@@ -133,7 +137,7 @@ class Reflector:
                 # The server does not serve this resource: nothing to cache, look again later.
                 self._synced.set()
                 self._resource_version = None
-                self._stop.wait(60.0)
+                self._stop.wait(self._missing_recheck)
             except KubeError as exc:
                 if self._stop.is_set():
                     break

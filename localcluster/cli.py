@@ -12,7 +12,7 @@ from localcluster.simulator.nodes import NodeShape
 from localcluster.up import DEFAULT_CRDS_DIR, KUBECONFIG_FILE, LocalControlPlane, UpOptions
 from shared import quantity
 from shared.duration import parse_duration
-from shared.logging import LOG_FORMATS, configure_logging
+from shared.logging import LOG_FORMAT_CHOICES, configure_logging
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -81,6 +81,12 @@ def local_group() -> None:
     "--no-simulator", is_flag=True, help="Do not start the node agent (no nodes, pods stay Pending)"
 )
 @click.option("--no-controller", is_flag=True, help="Do not start the vcjob controller.")
+@click.option(
+    "--kueue",
+    is_flag=True,
+    help="Also install Kueue's CRDs and run its manager (built by `make kueue`), with vcjob's "
+    "Job among its external frameworks (docs/kueue.md).",
+)
 @click.option(
     "--no-webhook",
     is_flag=True,
@@ -151,10 +157,11 @@ def local_group() -> None:
 )
 @click.option(
     "--log-format",
-    type=click.Choice(LOG_FORMATS),
-    default="json",
+    type=click.Choice(LOG_FORMAT_CHOICES),
+    default="auto",
     show_default=True,
-    help="Log format of every component.",
+    help="Log format of every component: auto (text on a terminal, JSON lines in the log files), "
+    "json or text.",
 )
 @click.option(
     "--crds-dir",
@@ -192,6 +199,7 @@ def up_command(
     directory: Path,
     no_simulator: bool,
     no_controller: bool,
+    kueue: bool,
     no_webhook: bool,
     nodes: int,
     node_cpu: str,
@@ -221,6 +229,7 @@ def up_command(
         port=port,
         simulator=not no_simulator,
         controller=not (no_controller or bare),
+        kueue=kueue and not bare,
         webhook=not (no_webhook or bare),
         nodes=nodes,
         node_shape=NodeShape(cpu=node_cpu, memory=node_memory, gpu=node_gpu),

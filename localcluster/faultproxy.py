@@ -40,7 +40,7 @@ import h11
 
 from localcluster import faults
 from localcluster.faults import FaultAnswer, FaultKind, FaultPicker, WatchCut, WatchFraming
-from shared.logging import LOG_FORMATS, announce, configure_logging
+from shared.logging import LOG_FORMAT_CHOICES, announce, configure_logging
 
 log = logging.getLogger(__name__)
 
@@ -809,7 +809,9 @@ async def _serve(config: ProxyConfig, port_file: Path | None) -> None:
     default=None,
     help="Write the bound port here once listening.",
 )
-@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="json", show_default=True)
+@click.option(
+    "--log-format", type=click.Choice(LOG_FORMAT_CHOICES), default="auto", show_default=True
+)
 def main(
     upstream: str,
     upstream_ca: Path,

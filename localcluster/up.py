@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +35,7 @@ import httpx
 import yaml
 
 from kubeio.signals import install_stop_signals
-from localcluster import controlplane, kubebin
+from localcluster import controlplane, kubebin, kueue, kueuebin
 from localcluster.simulator import nodes as simulated_nodes
 from localcluster.simulator.client import (
     CRDS,
@@ -42,6 +43,7 @@ from localcluster.simulator.client import (
     NAMESPACES,
     NODES,
     QUEUES,
+    SECRETS,
     VALIDATING_WEBHOOKS,
     ApiError,
     KubeClient,
@@ -74,6 +76,13 @@ from shared.labels import (
     TOPOLOGY_VERSION,
     VALIDATE_PATH,
     VALIDATING_WEBHOOK_NAME,
+)
+from shared.models.flow import (
+    FLOW_GROUP,
+    JOBFLOW_VALIDATE_PATH,
+    JOBFLOW_VALIDATING_WEBHOOK_NAME,
+    JOBTEMPLATE_VALIDATE_PATH,
+    JOBTEMPLATE_VALIDATING_WEBHOOK_NAME,
 )
 
 log = logging.getLogger("localcluster.up")
@@ -137,6 +146,8 @@ class UpOptions:
     port: int = 6443
     simulator: bool = True
     controller: bool = True
+    # Kueue's CRDs and manager, started before the controller (localcluster.kueue).
+    kueue: bool = False
     webhook: bool = True
     nodes: int = 3
     node_shape: simulated_nodes.NodeShape = field(default_factory=simulated_nodes.NodeShape)
@@ -246,6 +257,20 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
             ["CREATE", "UPDATE"],
             resource="hypernodes",
             **topology,
+        ),
+        hook(
+            JOBFLOW_VALIDATING_WEBHOOK_NAME,
+            JOBFLOW_VALIDATE_PATH,
+            ["CREATE", "UPDATE"],
+            resource="jobflows",
+            group=FLOW_GROUP,
+        ),
+        hook(
+            JOBTEMPLATE_VALIDATING_WEBHOOK_NAME,
+            JOBTEMPLATE_VALIDATE_PATH,
+            ["CREATE", "UPDATE"],
+            resource="jobtemplates",
+            group=FLOW_GROUP,
         ),
     ]
 
@@ -493,6 +518,8 @@ class LocalControlPlane:
             self._start_webhook(client)
         elif not options.bare:
             self._remove_webhook_configurations(client)
+        if options.kueue:
+            self._start_kueue(client)
         if options.controller and not options.bare:
             self._start_controller()
         if options.simulator:
@@ -865,6 +892,46 @@ class LocalControlPlane:
                 return
         raise StartupError(f"the controller found no free port in {PORT_ATTEMPTS} attempts")
 
+    def _start_kueue(self, client: KubeClient) -> None:
+        for resource, obj in (
+            (NAMESPACES, namespace(kueue.NAMESPACE)),
+            (SECRETS, kueue.webhook_secret()),
+        ):
+            try:
+                client.create(resource, obj, obj["metadata"].get("namespace"))
+            except ApiError as err:
+                if not err.already_exists:
+                    raise
+        binary = kueuebin.require()
+        folder = self.options.dir / "kueue"
+        for _ in range(PORT_ATTEMPTS):
+            health_port, webhook_port = free_port(), free_port()
+            crds = kueue.crds(webhook_port)
+            for crd in crds:
+                client.apply(CRDS, crd)
+            self._wait_for_discovery(client, crds)
+            config = kueue.prepare(folder, health_port=health_port, webhook_port=webhook_port)
+            argv = kueue.manager_argv(binary, self._components_kubeconfig, config)
+            child = self._spawn("kueue", argv, restart=True, extra={"health_port": health_port})
+            self._mount_kueue_certificate(client, child, kueue.cert_dir_of(folder))
+            if self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz") is not (
+                Readiness.PORT_TAKEN
+            ):
+                return
+        raise StartupError(f"Kueue found no free port in {PORT_ATTEMPTS} attempts")
+
+    def _mount_kueue_certificate(self, client: KubeClient, child: Child, cert_dir: Path) -> None:
+        """Kueue issues its webhook certificate into a Secret and waits for the file (a Secret
+        volume in a real cluster): copy it over once it is there."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not kueue.mount_certificate(
+            client.get(SECRETS, kueue.WEBHOOK_SECRET, kueue.NAMESPACE), cert_dir
+        ):
+            if child.exited() is not None or time.monotonic() > deadline:
+                return  # _wait_ready reports it, with Kueue's log
+            if self.stop.wait(0.2):
+                raise StartupError("interrupted while starting")
+
     def _start_simulator(self) -> None:
         options = self.options
         argv = [
@@ -1020,14 +1087,23 @@ class LocalControlPlane:
 
 
 def path_export_lines() -> list[str]:
-    """The PATH line to print when the pinned kubectl (`make tools`) is not what PATH finds."""
-    pinned = TOOLS_BIN / "kubectl"
-    if not pinned.exists():
+    """The PATH line to print unless PATH already finds the pinned kubectl and helm (`make
+    cluster`, `make tools`) and this installation's `vcjob` and `kubectl-vcjob` (what `kubectl
+    vcjob` runs): one line that puts both folders first."""
+    wanted: dict[str, Path] = {}
+    if (TOOLS_BIN / "kubectl").exists():
+        wanted["kubectl"] = TOOLS_BIN / "kubectl"
+    scripts = Path(sysconfig.get_path("scripts"))
+    for command in ("vcjob", "kubectl-vcjob"):
+        if (scripts / command).exists():
+            wanted[command] = scripts / command
+    if all(
+        (found := shutil.which(command)) is not None and Path(found).resolve() == path.resolve()
+        for command, path in wanted.items()
+    ):
         return []
-    found = shutil.which("kubectl")
-    if found is not None and Path(found).resolve() == pinned.resolve():
-        return []
-    return [f"  export PATH={TOOLS_BIN}:$PATH   # the pinned kubectl and helm"]
+    folders = list(dict.fromkeys(str(path.parent) for path in wanted.values()))
+    return [f"  export PATH={':'.join(folders)}:$PATH   # kubectl, helm, vcjob, kubectl vcjob"]
 
 
 def _port_of(kubeconfig: Path, fallback: int) -> int:

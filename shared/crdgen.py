@@ -7,6 +7,11 @@ dropped, and unknown fields are pruned everywhere except where a model marks a n
 Kubernetes type it names, inlined from the API's own definitions (`shared.kubeschema`): the full
 PodTemplateSpec under task templates, PersistentVolumeClaimSpec under volume claims, quantities for
 resource lists, so kubectl's strict field validation catches a typo inside a pod template.
+
+Descriptions: a model's docstring describes its object and the docstring under a field describes
+the field (pydantic's `use_attribute_docstrings`); embedded Kubernetes types keep Kubernetes' own
+descriptions. `kubectl explain vcjob.spec.tasks.template.spec.containers` therefore reads as it
+does for a Pod, and `undescribed_fields` lists any field left without one.
 """
 
 from __future__ import annotations
@@ -21,6 +26,15 @@ from shared import kubeschema, labels
 from shared.models import Command, Job, JobSpec, PodGroup, Queue
 from shared.models.base import KubeObject
 from shared.models.cronjob import CRONJOB_KIND, CronJob
+from shared.models.flow import (
+    FLOW_GROUP,
+    FLOW_VERSION,
+    JOBFLOW_KIND,
+    JOBTEMPLATE_KIND,
+    PARTIAL_JOB_SPEC,
+    JobFlow,
+    JobTemplate,
+)
 from shared.models.job import KUBERNETES_SCHEMA
 from shared.models.topology import (
     HYPERNODE_KIND,
@@ -106,6 +120,15 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
             _column("RUNNINGS", ".status.running", "integer", description="Running pods"),
             _AGE,
             _column("QUEUE", ".spec.queue", "string", priority=1),
+            _column(
+                "REASON",
+                ".status.reason",
+                "string",
+                description="Why a Pending job is blocked, or why a job failed",
+            ),
+            _column(
+                "SUSPENDED", ".spec.suspend", "boolean", description="spec.suspend", priority=1
+            ),
         ),
     ),
     CRDInfo(
@@ -155,7 +178,8 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
             _AGE,
         ),
     ),
-    # Volcano's CronJob CRD has no printer columns of its own: kubectl shows NAME and AGE.
+    # Kubernetes' CronJob columns (Volcano's CRD has none, so kubectl showed only NAME and AGE);
+    # ACTIVE names the running Jobs, where Kubernetes' built-in printer counts them.
     CRDInfo(
         model=CronJob,
         group=labels.BATCH_GROUP,
@@ -164,6 +188,44 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
         plural="cronjobs",
         scope="Namespaced",
         short_names=("cronvcjob", "cronvj"),
+        status_subresource=True,
+        printer_columns=(
+            _column("SCHEDULE", ".spec.schedule", "string", description="When Jobs are created"),
+            _column("TIMEZONE", ".spec.timeZone", "string", priority=1),
+            _column("SUSPEND", ".spec.suspend", "boolean", description="No new runs when true"),
+            _column("ACTIVE", ".status.active[*].name", "string", description="Running Jobs"),
+            _column(
+                "LAST SCHEDULE",
+                ".status.lastScheduleTime",
+                "date",
+                description="The time of the last run",
+            ),
+            _AGE,
+        ),
+    ),
+    # Volcano's JobFlow shows its phase; its JobTemplate has no printer columns (NAME and AGE).
+    CRDInfo(
+        model=JobFlow,
+        group=FLOW_GROUP,
+        version=FLOW_VERSION,
+        kind=JOBFLOW_KIND,
+        plural="jobflows",
+        scope="Namespaced",
+        short_names=("jf",),
+        status_subresource=True,
+        printer_columns=(
+            _column("Status", ".status.state.phase", "string"),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+        ),
+    ),
+    CRDInfo(
+        model=JobTemplate,
+        group=FLOW_GROUP,
+        version=FLOW_VERSION,
+        kind=JOBTEMPLATE_KIND,
+        plural="jobtemplates",
+        scope="Namespaced",
+        short_names=("jt",),
         status_subresource=True,
     ),
     # Volcano's network topology (its scheduler reads it; vcjob's webhook checks its members).
@@ -217,12 +279,37 @@ def _kubernetes_type(name: str) -> dict[str, Any]:
     return kubeschema.structural(name)
 
 
+def _partial(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema without defaults, required fields or minimum list lengths, for a patch of the
+    object it describes (a default would overwrite the patched object's own value)."""
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("default", "required", "minItems"):
+            continue
+        if key == "properties":
+            out[key] = {name: _partial(child) for name, child in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            out[key] = _partial(value)
+        else:
+            out[key] = value
+    return out
+
+
 def _convert(node: dict[str, Any], defs: dict[str, Any], where: str) -> dict[str, Any]:
     node = _collapse_nullable(_resolve(node, defs), defs)
+    if isinstance(node.get("description"), str):
+        node = {**node, "description": " ".join(node["description"].split())}
+    if node.get(PARTIAL_JOB_SPEC):
+        partial = _partial(job_spec_schema())
+        if "description" in node:
+            partial["description"] = node["description"]
+        return partial
     if KUBERNETES_SCHEMA in node:
         embedded = _kubernetes_type(str(node[KUBERNETES_SCHEMA]))
         if node.get("nullable"):
             embedded["nullable"] = True
+        if node.get("description"):
+            embedded["description"] = node["description"]
         return embedded
     out: dict[str, Any] = {}
     for key in _KEPT:
@@ -253,6 +340,45 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], where: str) -> dict[str
     return out
 
 
+# Every object's apiVersion, kind and metadata, described as Kubernetes describes them.
+_OBJECT_HEADER: Final[dict[str, dict[str, str]]] = {
+    "apiVersion": {
+        "type": "string",
+        "description": "APIVersion defines the versioned schema of this representation of an "
+        "object. Servers should convert recognized schemas to the latest internal value, and may "
+        "reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/"
+        "sig-architecture/api-conventions.md#resources",
+    },
+    "kind": {
+        "type": "string",
+        "description": "Kind is a string value representing the REST resource this object "
+        "represents. Servers may infer this from the endpoint the client submits requests to. "
+        "Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/"
+        "devel/sig-architecture/api-conventions.md#types-kinds",
+    },
+    # The API server refuses anything but a type here; `kubectl explain` describes ObjectMeta.
+    "metadata": {"type": "object"},
+}
+
+
+def undescribed_fields(schema: dict[str, Any], path: str = "") -> list[str]:
+    """The field paths of a CRD schema that have no description (`kubectl explain` would show
+    `<no description>`), `[*]` for list items and `{*}` for map values; a top-level `metadata`
+    is described by the API server itself."""
+    missing: list[str] = []
+    for name, child in (schema.get("properties") or {}).items():
+        where = f"{path}.{name}" if path else name
+        if where == "metadata":
+            continue
+        if not str(child.get("description") or "").strip():
+            missing.append(where)
+        missing.extend(undescribed_fields(child, where))
+    for key, mark in (("items", "[*]"), ("additionalProperties", "{*}")):
+        if isinstance(schema.get(key), dict):
+            missing.extend(undescribed_fields(schema[key], f"{path}{mark}"))
+    return missing
+
+
 def job_spec_schema() -> dict[str, Any]:
     """The Job's `spec` schema, for resources that embed a JobSpec (a CronJob's jobTemplate)."""
     source = JobSpec.model_json_schema(by_alias=True, mode="validation")
@@ -263,11 +389,7 @@ def openapi_schema(model: type[KubeObject]) -> dict[str, Any]:
     """The structural `openAPIV3Schema` of a top-level object."""
     source = model.model_json_schema(by_alias=True, mode="validation")
     defs: dict[str, Any] = source.get("$defs", {})
-    properties: dict[str, Any] = {
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
-        "metadata": {"type": "object"},
-    }
+    properties: dict[str, Any] = {name: dict(schema) for name, schema in _OBJECT_HEADER.items()}
     for name, child in source["properties"].items():
         if name in _TOP_LEVEL[:3]:
             continue
@@ -314,7 +436,7 @@ def build_crd(info: CRDInfo) -> dict[str, Any]:
 
 
 def build_crds() -> list[dict[str, Any]]:
-    """Job, Command, PodGroup, Queue, CronJob and HyperNode, in that order."""
+    """Job, Command, PodGroup, Queue, CronJob, JobFlow, JobTemplate and HyperNode, in that order."""
     return [build_crd(info) for info in CRDS]
 
 

@@ -43,6 +43,88 @@ _NAMES: Final = frozenset({
 })  # fmt: skip
 
 
+@dataclass(frozen=True)
+class FieldBounds:
+    """One field of a five-field expression: its name, range and the names it knows."""
+
+    name: str
+    low: int
+    high: int
+    names: tuple[str, ...] = ()  # names[i] stands for low + i
+
+
+# robfig/cron's bounds, which Kubernetes' and Volcano's CronJob validation both use: day-of-week
+# is 0-6 (7 is refused), months and weekdays also by name.
+FIELD_BOUNDS: Final = (
+    FieldBounds("minute", 0, 59),
+    FieldBounds("hour", 0, 23),
+    FieldBounds("day of month", 1, 31),
+    FieldBounds("month", 1, 12, ("JAN", "FEB", "MAR", "APR", "MAY", "JUN",
+                                 "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")),
+    FieldBounds("day of week", 0, 6, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")),
+)  # fmt: skip
+
+
+def _number(text: str, bounds: FieldBounds) -> int:
+    upper = text.upper()
+    if upper in bounds.names:
+        return bounds.low + bounds.names.index(upper)
+    if not text.isdigit():
+        raise ScheduleError(f"failed to parse int from {text}")
+    return int(text)
+
+
+def _range_problem(expr: str, bounds: FieldBounds) -> str | None:
+    """robfig's getRange checks on one comma-separated part: `*`, `N` or `N-M`, with `/step`."""
+    range_and_step = expr.split("/")
+    low_and_high = range_and_step[0].split("-")
+    try:
+        if low_and_high[0] in ("*", "?"):
+            start, end = bounds.low, bounds.high
+        elif len(low_and_high) > 2:
+            return f"too many hyphens: {expr}"
+        else:
+            start = _number(low_and_high[0], bounds)
+            end = _number(low_and_high[-1], bounds)
+        if len(range_and_step) > 2:
+            return f"too many slashes: {expr}"
+        step = 1
+        if len(range_and_step) == 2:
+            if not range_and_step[1].isdigit():
+                raise ScheduleError(f"failed to parse int from {range_and_step[1]}")
+            step = int(range_and_step[1])
+            if len(low_and_high) == 1:
+                end = bounds.high  # "N/step" means "N-max/step"
+    except ScheduleError as exc:
+        return f"{exc}: {expr}"
+    if start < bounds.low:
+        return f"beginning of range ({start}) below minimum ({bounds.low}): {expr}"
+    if end > bounds.high:
+        return f"end of range ({end}) above maximum ({bounds.high}): {expr}"
+    if start > end:
+        return f"beginning of range ({start}) beyond end of range ({end}): {expr}"
+    if step == 0:
+        return f"step of range should be a positive number: {expr}"
+    return None
+
+
+def field_range_problems(expression: str) -> list[str]:
+    """Each field of a five-field expression checked against its range as Kubernetes' CronJob
+    validation (robfig/cron) does: `61 * * * *`, `5-1 * * * *`, `* * * * 7` and `*/0 * * * *`
+    are refused. One problem per field at most, named after the field."""
+    fields = expression.split()
+    if len(fields) != len(FIELD_BOUNDS):
+        return [f"expected exactly {len(FIELD_BOUNDS)} fields, found {len(fields)}: {expression}"]
+    problems: list[str] = []
+    for field, bounds in zip(fields, FIELD_BOUNDS, strict=True):
+        # Empty parts are skipped, as robfig splits with strings.FieldsFunc.
+        for part in filter(None, field.split(",")):
+            if (problem := _range_problem(part, bounds)) is not None:
+                problems.append(f"{bounds.name}: {problem}")
+                break
+    return problems
+
+
 class ScheduleError(ValueError):
     """The schedule cannot be parsed, or no time ever matches it."""
 
@@ -115,7 +197,9 @@ def parse_schedule(text: str) -> CronSchedule:
         for word in _WORD.findall(field):
             if word.upper() not in _NAMES:
                 raise ScheduleError(f"unknown name {word!r} in field {field!r}")
-    expression = " ".join(f.replace("?", "*") for f in fields)
+    if problems := field_range_problems(expression):
+        raise ScheduleError("; ".join(problems))
+    expression = " ".join(",".join(filter(None, f.split(","))).replace("?", "*") for f in fields)
     try:
         croniter(expression, datetime(2000, 1, 1, tzinfo=UTC))
     except (CroniterBadCronError, ValueError, KeyError) as exc:

@@ -29,6 +29,14 @@ JOB_RETRY_COUNT_KEY: Final = "volcano.sh/job-retry-count"
 TEMPLATE_UID_KEY: Final = "volcano.sh/template-uid"
 POD_GROUP_KEY: Final = "scheduling.k8s.io/group-name"
 OUT_OF_SYNC_KEY: Final = "volcano.sh/controller-out-of-sync"
+# vcjob's own: the job's attempt (`status.attempts[].index`) a pod belongs to, as annotation and
+# as the environment variable of its containers.
+ATTEMPT_KEY: Final = "batch.vcjob.io/attempt"
+ATTEMPT_ENV: Final = "VCJOB_ATTEMPT"
+
+# Kueue: the LocalQueue a job is submitted to, and the value of spec.managedBy that is vcjob's own.
+KUEUE_QUEUE_NAME_KEY: Final = "kueue.x-k8s.io/queue-name"
+MANAGED_BY_VCJOB: Final = "batch.volcano.sh/job-controller"
 
 DEFAULT_QUEUE: Final = "default"
 DEFAULT_SCHEDULER: Final = "volcano"

@@ -1,4 +1,7 @@
-"""Structured logs for every vcjob process: one JSON object per line by default, or text.
+"""Structured logs for every vcjob process: one JSON object per line, or text.
+
+`--log-format auto` (the default of every command) writes text when stderr is a terminal, where a
+person reads it, and JSON lines otherwise (a pipe, a file, a container log), where tools read it.
 
 Fields: `ts` (UTC, RFC 3339), `level`, `logger`, `msg`, plus whatever the caller passed in
 `extra=` (job, namespace, uid, admission_uid, …). uvicorn's loggers are routed through the same
@@ -25,6 +28,8 @@ _STANDARD: Final = frozenset(vars(logging.LogRecord("", logging.INFO, "", 0, "",
 }
 _ROUTED_LOGGERS: Final = ("uvicorn", "uvicorn.error", "uvicorn.access", "kubernetes", "urllib3")
 LOG_FORMATS: Final = ("json", "text")
+# What `--log-format` accepts: `auto` is text on a terminal, JSON elsewhere.
+LOG_FORMAT_CHOICES: Final = ("auto", *LOG_FORMATS)
 # uvicorn logs its lifecycle (process started, startup complete, shutting down) on this logger,
 # once per server; the per-port "Uvicorn running on …" lines differ and all pass.
 _UVICORN_LIFECYCLE: Final = "uvicorn.error"
@@ -93,16 +98,39 @@ def announce(logger: logging.Logger, msg: str, **fields: Any) -> None:
     logger.handle(record)
 
 
+def resolve_log_format(fmt: str, is_terminal: bool) -> Literal["json", "text"]:
+    """The format to write: `auto` is text for a terminal and JSON for anything else."""
+    if fmt == "auto":
+        return "text" if is_terminal else "json"
+    if fmt == "json":
+        return "json"
+    if fmt == "text":
+        return "text"
+    raise ValueError(f"log format must be auto, json or text, not {fmt!r}")
+
+
+def stderr_log_format(fmt: str) -> Literal["json", "text"]:
+    """`resolve_log_format` for a process that logs to its stderr."""
+    return resolve_log_format(fmt, _is_terminal(sys.stderr))
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or unusual stream
+        return False
+
+
 def configure_logging(
     level: str | int = "info",
-    fmt: Literal["json", "text"] | str = "json",
+    fmt: Literal["auto", "json", "text"] | str = "json",
     stream: TextIO | None = None,
 ) -> None:
     """Send every log record (ours, uvicorn's, the kubernetes client's) to one handler."""
-    if fmt not in LOG_FORMATS:
-        raise ValueError(f"log format must be json or text, not {fmt!r}")
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    out = stream or sys.stderr
+    chosen = resolve_log_format(fmt, _is_terminal(out))
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
     handler.addFilter(OncePerProcess())
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -16,6 +16,7 @@ from kubeio.client import (
     EVENTS,
     JOBS,
     PODGROUPS,
+    PODS,
     QUEUES,
     Kube,
     WireObject,
@@ -23,6 +24,7 @@ from kubeio.client import (
     new_api_client,
 )
 from kubeio.errors import KubeconfigError, KubeError, NotFoundError
+from shared.labels import JOB_NAME_KEY
 
 T = TypeVar("T")
 # A CLI makes a handful of calls: no client-side rate limit, fail fast when the server is away.
@@ -133,6 +135,23 @@ class VolcanoApi:
 
     def list_podgroups(self) -> list[WireObject]:
         return self._items(PODGROUPS.path())
+
+    # --- `vcjob job why` -----------------------------------------------------------------------
+
+    def find_queue(self, name: str) -> WireObject | None:
+        return self._call("", lambda: self.kube.get_or_none(QUEUES, None, name))
+
+    def list_job_pods(self, namespace: str, job: str) -> list[WireObject]:
+        result = self._call(
+            "",
+            lambda: self.kube.request(
+                "GET", PODS.path(namespace), query={"labelSelector": f"{JOB_NAME_KEY}={job}"}
+            ),
+        )
+        return list(result.get("items") or [])
+
+    def list_namespace_podgroups(self, namespace: str) -> list[WireObject]:
+        return self._items(PODGROUPS.path(namespace))
 
 
 def connect(

@@ -13,8 +13,11 @@ import click
 from shared.cli import require_kubeconfig
 from vcctl.api import ApiError, VolcanoApi, connect
 
-# vcctl exits with 255 (`os.Exit(-1)`) on every failure.
-FAILURE_EXIT: Final = 255
+# A failure (the API refused, the object is not there) exits 1; a usage problem (a missing name,
+# a bad flag value or file) exits 2, as every `vcjob` command. vcctl's 255 (`os.Exit(-1)`) tells
+# neither apart and reads as "-1" in shells.
+FAILURE_EXIT: Final = 1
+USAGE_EXIT: Final = 2
 DEFAULT_KUBECONFIG: Final = Path.home() / ".kube" / "config"
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,17 +47,20 @@ def output_option(*choices: str) -> Callable[[F], F]:
 
 
 def reported(leaf: str, parent: str) -> Callable[[F], F]:
-    """Turn ApiError, UsageError and ValueError into `Failed to <leaf> <parent>: <why>` on stderr
-    and exit code 255: one line, never a traceback."""
+    """Turn ApiError, UsageError and ValueError into `Failed to <leaf> <parent>: <why>` on stderr:
+    one line, never a traceback; exit code 1 for a failure, 2 for a usage problem."""
 
     def decorate(func: F) -> F:
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 return func(*args, **kwargs)
-            except (ApiError, UsageError, ValueError) as exc:
+            except ApiError as exc:
                 click.echo(f"Failed to {leaf} {parent}: {exc}", err=True)
                 raise SystemExit(FAILURE_EXIT) from None
+            except (UsageError, ValueError) as exc:
+                click.echo(f"Failed to {leaf} {parent}: {exc}", err=True)
+                raise SystemExit(USAGE_EXIT) from None
 
         return wrapper  # type: ignore[return-value]
 

@@ -1,4 +1,4 @@
-"""`vcjob job run|list|view|suspend|resume|delete`, and the `vcjob suspend|resume` aliases."""
+"""`vcjob job run|list|view|why|suspend|resume|delete`, and the `vcjob suspend|resume` aliases."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import click
 import yaml
 
-from vcctl import render
+from vcctl import render, why
 from vcctl.build import build_command, build_run_job, parse_resources
 from vcctl.common import UsageError, connection_options, open_api, output_option, reported
 
@@ -29,7 +29,7 @@ def _name_option(func: Any) -> Any:
 
 @click.group("job", context_settings={"help_option_names": ["-h", "--help"]})
 def job_group() -> None:
-    """Run, list, view, suspend, resume and delete Volcano Jobs (vcctl job)."""
+    """Run, list, view, explain (why), suspend, resume and delete Volcano Jobs (vcctl job)."""
 
 
 @job_group.command("run")
@@ -174,6 +174,40 @@ def view_command(
     finally:
         api.close()
     click.echo(render.job_view(job, events, datetime.now(UTC)))
+
+
+@job_group.command("why")
+@click.argument("job_name", metavar="NAME", required=False, default="")
+@_namespace_option
+@_name_option
+@connection_options
+@reported("why", "job")
+def why_command(
+    job_name: str,
+    namespace: str | None,
+    name: str,
+    kubeconfig: str | None,
+    master: str | None,
+) -> None:
+    """Why a job is not running (or failed): its PodGroup, Queue, pods, events, and what would
+    unblock it."""
+    target_name = job_name or name
+    if not target_name:
+        raise UsageError("job name (NAME or --name/-N) is mandatory to explain a job")
+    api = open_api(kubeconfig, master)
+    try:
+        target = namespace or api.namespace
+        job = api.get_job(target, target_name)
+        uid = str((job.get("metadata") or {}).get("uid") or "")
+        groups = api.list_namespace_podgroups(target)
+        expected = f"{target_name}-{uid}"
+        pod_group = next((g for g in groups if g["metadata"].get("name") == expected), None)
+        queue = api.find_queue(str((job.get("spec") or {}).get("queue") or "default"))
+        pods = api.list_job_pods(target, target_name)
+        events = api.list_events(target)
+    finally:
+        api.close()
+    click.echo(why.explain(why.WhyFacts(job, pod_group, queue, pods, events)))
 
 
 def _issue(

@@ -184,6 +184,13 @@ def _container(out: list[str], container: WireObject, level: int) -> None:
     _lines(out, level, "Working Dir", container.get("workingDir", ""))
 
 
+def _suspended_condition(status: WireObject) -> WireObject | None:
+    for condition in status.get("typedConditions") or []:
+        if condition.get("type") == "Suspended" and condition.get("status") == "True":
+            return dict(condition)
+    return None
+
+
 def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> str:
     """The describe-style `vcctl job view`: metadata, spec, status, then the job's events."""
     meta = job.get("metadata") or {}
@@ -205,10 +212,9 @@ def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> st
     _lines(out, 0, "Spec")
     _lines(out, 1, "Min Available", spec.get("minAvailable", ""))
     _lines(out, 1, "Plugins")
-    plugins = spec.get("plugins") or {}
-    for plugin in ("env", "ssh"):
-        if plugin in plugins:
-            _lines(out, 2, plugin.capitalize(), json.dumps(plugins[plugin]))
+    # Every plugin of the job with its arguments (vcctl shows only env and ssh).
+    for plugin, arguments in (spec.get("plugins") or {}).items():
+        _lines(out, 2, plugin.capitalize(), json.dumps(arguments))
     _lines(out, 1, "Queue", spec.get("queue", ""))
     _lines(out, 1, "Scheduler Name", spec.get("schedulerName", ""))
     _lines(out, 1, "Tasks")
@@ -233,13 +239,17 @@ def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> st
         _lines(out, 1, "Retry Count", status["retryCount"])
     _lines(out, 1, "State")
     _lines(out, 2, "Phase", (status.get("state") or {}).get("phase", ""))
+    suspended = _suspended_condition(status)
+    if suspended is not None:
+        # Why a suspended job waits (Kueue's reason when Kueue queues it).
+        _lines(out, 1, "Suspended", suspended.get("message", ""))
     if status.get("controlledResources"):
         _lines(out, 1, "Controlled Resources", json.dumps(status["controlledResources"]))
     if not events:
         out.append("Events: \t<none>")
         return "\n".join(out)
     out.append("Events:")
-    header = ["Type", "Reason", "Age", "Form", "Message"]
+    header = ["Type", "Reason", "Age", "From", "Message"]
     rows = [header, ["-" * len(h) for h in header]]
     for event in events:
         count = int(event.get("count") or 1)

@@ -30,7 +30,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from shared import jsoncodec, labels
-from webhook import cronjob_review, objects_review, podtemplate, review
+from webhook import cronjob_review, jobflow_review, objects_review, podtemplate, review
 from webhook.clusterlookups import ClusterLookups
 from webhook.review import QUEUE_SKIPPED_WARNING, Answer, Kind, Result
 from webhook.settings import Settings
@@ -340,6 +340,18 @@ def create_app(
         ),
         cronjob_review.VALIDATE_PATH: _endpoint(
             state, Kind.VALIDATE, cronjob_review.VALIDATE_PATH, cronjob_review.answer
+        ),
+        jobflow_review.VALIDATE_JOBFLOW_PATH: _endpoint(
+            state,
+            Kind.VALIDATE,
+            jobflow_review.VALIDATE_JOBFLOW_PATH,
+            jobflow_review.answer_jobflow,
+        ),
+        jobflow_review.VALIDATE_JOBTEMPLATE_PATH: _endpoint(
+            state,
+            Kind.VALIDATE,
+            jobflow_review.VALIDATE_JOBTEMPLATE_PATH,
+            jobflow_review.answer_jobtemplate,
         ),
     }
     for path, (kind, answer_fn) in objects_review.ROUTES.items():

@@ -18,7 +18,7 @@ from shared.cli import (
     require_kubeconfig,
     show_environment_variables,
 )
-from shared.logging import configure_logging
+from shared.logging import LOG_FORMAT_CHOICES, configure_logging, stderr_log_format
 from webhook.settings import Settings
 
 log = logging.getLogger("webhook")
@@ -110,7 +110,11 @@ def _start_self_managed_certs(
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
 )
 @click.option(
-    "--log-format", default="json", show_default=True, type=click.Choice(["json", "text"])
+    "--log-format",
+    default="auto",
+    show_default=True,
+    type=click.Choice(LOG_FORMAT_CHOICES),
+    help="Log format: auto (text when stderr is a terminal, JSON lines otherwise), json or text.",
 )
 @click.option(
     "--shutdown-delay",
@@ -182,9 +186,10 @@ def _start_self_managed_certs(
 )
 @click.option(
     "--queue-delete-requires-closed/--no-queue-delete-requires-closed",
-    default=False,
+    default=True,
     show_default=True,
-    help="Deny deleting a Queue that is not Closed (Volcano 1.14 deletes queues in any state).",
+    help="Deny deleting a Queue that is not Closed (Volcano 1.14 deletes queues in any state: "
+    "--no-queue-delete-requires-closed does the same).",
 )
 @click.option(
     "--validating-config",
@@ -223,6 +228,7 @@ def webhook_command(
         require_file("--tls-private-key-file", tls_private_key_file)
     if queue_check == "on" or certs_mode == "self":
         require_kubeconfig(kubeconfig)
+    log_format = stderr_log_format(log_format)
     configure_logging(log_level, log_format)
     api_client: Any = None
     if queue_check == "on" or certs_mode == "self":

@@ -31,9 +31,9 @@ from shared.models import (
     TaskSpec,
 )
 from shared.models.job import NetworkTopology
-from webhook import memo, podtemplate
+from webhook import jobcontrol, memo, podtemplate
 from webhook.defaulting import copy_json, defaulted_view
-from webhook.rules import wording
+from webhook.rules import lifecycle, wording
 from webhook.settings import Settings
 
 SPEC: Final = Path.of("spec")
@@ -45,7 +45,8 @@ MAX_PORT: Final = 65535
 # Placeholder length of the random suffix the API server appends to metadata.generateName.
 GENERATED_SUFFIX: Final = "x" * 5
 # Fields of `spec` that may change on UPDATE (admission.md, "Validation on UPDATE").
-MUTABLE_JOB_FIELDS: Final = ("minAvailable", "priorityClassName")
+# suspend is mutable; managedBy's own rule is in webhook.jobcontrol.
+MUTABLE_JOB_FIELDS: Final = ("minAvailable", "priorityClassName", "suspend", "managedBy")
 MUTABLE_TASK_FIELDS: Final = ("replicas", "minAvailable", "minReplicas", "maxReplicas")
 # Keys whose values are resource quantities: compared by value on UPDATE.
 QUANTITY_MAPS: Final = frozenset({"limits", "requests", "overhead", "capacity", "minResources"})
@@ -968,9 +969,11 @@ def validate_create(
     _check_task_names(rules, job_name)
     first, last = _spec_problems(raw.get("spec"), reading, rules.job, settings.scheduler_name)
     rules.errors.extend(first)
+    rules.errors.extend(jobcontrol.create_errors(raw))
     if queues is not None:
         _check_queue(rules, queues)
     rules.errors.extend(last)
+    rules.errors.extend(lifecycle.validate_spec(raw))
     return sort_errors(defaulted, rules.errors)
 
 
@@ -1151,7 +1154,15 @@ def validate_update(
     already_wrong: set[str] = set()
     if _is_object(old):
         old_defaulted = defaulted_view(old, settings.scheduler_name)
-        errors.extend(_immutability_errors(old_defaulted, new_defaulted, _phase(old)))
+        errors.extend(
+            _immutability_errors(
+                lifecycle.without_mutable(old_defaulted),
+                lifecycle.without_mutable(new_defaulted),
+                _phase(old),
+            )
+        )
+        errors.extend(lifecycle.validate_update(old_defaulted, new_defaulted, _phase(old)))
+        errors.extend(jobcontrol.update_errors(old, new))
         already_wrong = {str(e) for e in _bound_errors(old_defaulted)}
     else:
         errors.append(FieldError.invalid(Path.of("oldObject"), _shown(old), "must be a Job object"))

@@ -94,6 +94,10 @@ class QueueController(KeyWorkers):
     def resync_keys(self) -> Iterable[str]:
         return [str(queue["metadata"]["name"]) for queue in self.queues.items()]
 
+    def watched(self) -> tuple[list[WireObject], list[WireObject]]:
+        """The Queues and PodGroups as watched (for Volcano's queue metrics)."""
+        return self.queues.items(), self.podgroups.items()
+
     def handle(self, key: str) -> float | None:
         if key.startswith(_COMMAND_PREFIX):
             self._take_command(key)

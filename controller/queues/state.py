@@ -69,12 +69,15 @@ def next_state(
 
 
 def podgroup_counts(podgroups: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """The status counters: PodGroups of the queue by phase (pending, running, inqueue)."""
+    """The status counters: PodGroups of the queue by phase (pending, running, inqueue,
+    unknown, completed), as Volcano's QueueStatus has them."""
     phases = Counter(str((pg.get("status") or {}).get("phase") or "Pending") for pg in podgroups)
     return {
         "pending": phases["Pending"],
         "running": phases["Running"],
         "inqueue": phases["Inqueue"],
+        "unknown": phases["Unknown"],
+        "completed": phases["Completed"],
     }
 
 

@@ -16,7 +16,7 @@ from localcluster.simulator.nodes import DEFAULT_KUBELET_PORT
 from localcluster.simulator.runner import Simulator
 from localcluster.simulator.runtime import ProcessRuntime, runtime_available
 from shared.duration import parse_duration
-from shared.logging import LOG_FORMATS, configure_logging
+from shared.logging import LOG_FORMAT_CHOICES, configure_logging
 
 log = logging.getLogger("localcluster.simulator")
 # Every node advertises this InternalIP (kube-apiserver runs with
@@ -45,7 +45,9 @@ KUBELET_ADDRESS = "127.0.0.1"
     show_default=True,
     help="Port of the kubelet API the nodes advertise (status.daemonEndpoints.kubeletEndpoint).",
 )
-@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="json", show_default=True)
+@click.option(
+    "--log-format", type=click.Choice(LOG_FORMAT_CHOICES), default="auto", show_default=True
+)
 @click.option(
     "--pods-dir",
     type=click.Path(file_okay=False, path_type=Path),

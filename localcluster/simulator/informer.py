@@ -14,6 +14,9 @@ from localcluster.simulator.client import KubeClient, Resource
 
 log = logging.getLogger(__name__)
 
+# How often a resource not served yet (a CRD the chart installs later) is looked for.
+MISSING_RECHECK_SECONDS = 1.0
+
 
 def object_key(obj: Mapping[str, Any]) -> str:
     metadata = obj.get("metadata") or {}
@@ -74,6 +77,9 @@ class Informer:
             lambda _keys: self._on_change(),
             self._stop,
             timeout_seconds=random.randint(30, 60),
+            # On a bare cluster the chart brings the PodGroup and Queue CRDs later: the first
+            # gang must not wait a minute for the agent to notice them.
+            missing_recheck=MISSING_RECHECK_SECONDS,
         )
         self._reflector.start()
 

@@ -16,6 +16,11 @@ ports, resources). A gang's first placement is all-or-nothing: its pods are boun
 one. Pods of other schedulers (kube-scheduler's included) are left alone, but what they take from
 their nodes counts.
 
+An admitted gang whose ready members (bound, running or succeeded) fall below `minMember` while
+some of them still run — pods deleted, failed, or replacements that fit nowhere — is `Unknown`
+(`gang_phase`), as Volcano's scheduler marks it; it is Running again once `minMember` are ready,
+and Pending (to be admitted afresh) when none of it runs any more.
+
 What cannot be admitted or placed gets the `Unschedulable` condition (reason NotEnoughResources,
 saying what is missing) and a Warning event, as Volcano's gang plugin writes them; an admitted
 gang gets `Scheduled`. A pod left waiting gets `PodScheduled: False` with kube-scheduler's message
@@ -59,6 +64,9 @@ FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 PENDING = "Pending"
 INQUEUE = "Inqueue"
 RUNNING = "Running"
+UNKNOWN = "Unknown"
+# Phases of a gang the scheduler admitted: its pods are placed, its resources held.
+ADMITTED_PHASES = frozenset({INQUEUE, RUNNING, UNKNOWN})
 OPEN = "Open"
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
@@ -451,9 +459,9 @@ def _admissions(
     available = add(*(clamp_at_zero(free[n.name]) for n in nodes))
     used: dict[str, dict[str, Decimal]] = {}
     for group in podgroups:
-        if group.admitted and group.phase in (INQUEUE, RUNNING):
+        if group.phase in ADMITTED_PHASES:
             used[group.queue] = add(used.get(group.queue, {}), group.min_resources)
-        if group.admitted and group.phase == INQUEUE:
+        if group.phase in (INQUEUE, UNKNOWN):
             # Admitted but not yet placed: keep its remaining share out of reach of later groups.
             bound = add(
                 *(p.requests for p in members.get((group.namespace, group.name), ()) if p.node_name)
@@ -517,20 +525,40 @@ def _conditions(
     return conditions
 
 
+def gang_phase(
+    current: str, admitted_now: bool, min_member: int, running: int, succeeded: int, ready: int
+) -> str:
+    """The gang's phase after a round. `running` and `succeeded` count its live pods in those
+    phases, `ready` those bound (this round too), running or succeeded.
+
+    Pending → Inqueue when admitted; Inqueue → Running once `minMember` run or succeeded. An
+    admitted gang with running members but fewer than `minMember` ready is Unknown (Volcano's
+    scheduler: running tasks and the gang unschedulable in this session); Unknown → Running once
+    `minMember` are ready again, → Pending when none runs."""
+    phase = INQUEUE if admitted_now else (current or PENDING)
+    if phase in ADMITTED_PHASES and running > 0 and ready < min_member:
+        return UNKNOWN
+    if phase == INQUEUE and running + succeeded >= min_member:
+        return RUNNING
+    if phase == UNKNOWN:
+        return RUNNING if ready >= min_member else PENDING
+    return phase
+
+
 def _group_status(
     group: PodGroupView,
     pods: Sequence[PodView],
     admitted_now: bool,
     refusal: str | None = None,
     now: str = "",
+    bound_now: frozenset[str] = frozenset(),
 ) -> PodGroupStatus:
     live = [p for p in pods if not p.terminating]
     running = sum(p.phase == RUNNING for p in live)
     succeeded = sum(p.phase == "Succeeded" for p in live)
     failed = sum(p.phase == "Failed" for p in live)
-    phase = INQUEUE if admitted_now else (group.phase or PENDING)
-    if phase == INQUEUE and running + succeeded >= group.min_member:
-        phase = RUNNING
+    ready = sum(1 for p in live if p.phase != "Failed" and (p.node_name or p.name in bound_now))
+    phase = gang_phase(group.phase, admitted_now, group.min_member, running, succeeded, ready)
     conditions = _conditions(group, admitted_now, refusal, now)
     return PodGroupStatus(
         group.namespace, group.name, phase, running, succeeded, failed, conditions
@@ -549,6 +577,16 @@ def _queue_status(
     for phase in QUEUE_COUNTED_PHASES:
         status[phase] = sum(1 for g in groups if (g.phase or PENDING).lower() == phase)
     return status
+
+
+def _broken(group: PodGroupView, pods: Sequence[PodView], bound_now: frozenset[str]) -> bool:
+    """An admitted gang that still runs but has fewer than minMember members ready."""
+    if group.phase not in ADMITTED_PHASES:
+        return False
+    live = [p for p in pods if not p.terminating]
+    running = sum(p.phase == RUNNING for p in live)
+    ready = sum(1 for p in live if p.phase != "Failed" and (p.node_name or p.name in bound_now))
+    return running > 0 and ready < group.min_member
 
 
 def _histogram(counts: Mapping[str, int]) -> str:
@@ -681,10 +719,15 @@ def schedule(
     statuses: list[PodGroupStatus] = []
     changed: list[PodGroupStatus] = []
     events: list[PodGroupEvent] = []
+    bound_now = frozenset(b.pod for b in bindings)
     for key, group in groups.items():
-        status = _group_status(
-            group, members.get(key, ()), key in admitted_set, refused.get(key), now
-        )
+        gang = members.get(key, ())
+        if key not in refused and _broken(group, gang, bound_now):
+            # Running members, too few ready and nothing placed for the rest: Volcano's gang
+            # plugin marks it unschedulable, which makes the phase Unknown.
+            bound = {p.name for p in gang if p.name in bound_now}
+            refused[key] = _gang_summary(group, gang, bound)
+        status = _group_status(group, gang, key in admitted_set, refused.get(key), now, bound_now)
         statuses.append(status)
         current = PodGroupStatus(
             group.namespace,

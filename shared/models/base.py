@@ -15,6 +15,8 @@ class KubeModel(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
         extra="allow",
+        # A docstring under a field is its description in the CRD (`kubectl explain`).
+        use_attribute_docstrings=True,
     )
 
     def to_wire(self) -> dict[str, Any]:

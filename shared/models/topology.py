@@ -33,10 +33,12 @@ SELECTOR_RULES: Final[list[JsonValue]] = [
 
 class ExactMatch(KubeModel):
     name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)
+    """The member's name: a Node's, or a lower-tier HyperNode's."""
 
 
 class RegexMatch(KubeModel):
     pattern: str = Field(min_length=1)
+    """A regular expression (RE2) the members' names match."""
 
 
 class MemberSelector(KubeModel):
@@ -45,35 +47,50 @@ class MemberSelector(KubeModel):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": SELECTOR_RULES})
 
     exact_match: ExactMatch | None = None
+    """The member by name."""
     regex_match: RegexMatch | None = None
+    """The members whose names match a regular expression."""
     label_match: dict[str, Any] | None = Field(default=None, json_schema_extra=LABEL_SELECTOR)
 
 
 class MemberSpec(KubeModel):
     type: str = Field(json_schema_extra={"enum": list(MEMBER_TYPES)})
+    """Node or HyperNode."""
     selector: MemberSelector | None = None
+    """Which nodes or HyperNodes are members."""
 
 
 class HyperNodeSpec(KubeModel):
     tier: int = Field(ge=0)
+    """The HyperNode's tier: 1 for a group of nodes, higher for groups of HyperNodes."""
     tier_name: str | None = Field(default=None, max_length=253)
+    """A name for the tier (e.g. leaf, spine)."""
     members: list[MemberSpec] | None = Field(default=None, min_length=1)
+    """The nodes or lower-tier HyperNodes in this one."""
 
 
 class HyperNodeCondition(KubeModel):
     type: str | None = None
+    """The condition's type."""
     status: str | None = None
+    """True, False or Unknown."""
     reason: str | None = None
+    """Why, in one word."""
     message: str | None = None
+    """Why, for people."""
     last_transition_time: str | None = Field(
         default=None, json_schema_extra={"format": "date-time"}
     )
+    """When the status last changed."""
     observed_generation: int | None = Field(default=None, ge=0)
+    """The generation the condition was set for."""
 
 
 class HyperNodeStatus(KubeModel):
     conditions: list[HyperNodeCondition] | None = None
+    """The HyperNode's conditions."""
     node_count: int | None = Field(default=None, ge=0)
+    """How many nodes the HyperNode holds, through its members."""
 
 
 class HyperNode(KubeObject):
@@ -83,4 +100,6 @@ class HyperNode(KubeObject):
     api_version: str | None = f"{TOPOLOGY_GROUP}/{TOPOLOGY_VERSION}"
     kind: str | None = HYPERNODE_KIND
     spec: HyperNodeSpec
+    """The HyperNode's tier and members."""
     status: HyperNodeStatus | None = None
+    """What the scheduler observed of the HyperNode."""

@@ -111,7 +111,7 @@ def test_namespace_defaults_to_the_kubeconfig_context(
 )
 def test_errors_are_one_line(cluster: LocalCluster, argv: list[str], message: str) -> None:
     result = run_script(cluster, str(BIN / "vcjob"), *argv)
-    assert result.returncode == 255
+    assert result.returncode == 1
     assert result.stderr.strip().count("\n") == 0, result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -122,6 +122,6 @@ def test_a_missing_kubeconfig_is_one_line(cluster: LocalCluster, tmp_path: Path)
     env["KUBECONFIG"] = str(tmp_path / "absent")
     env["HOME"] = str(tmp_path)
     result = run_script(cluster, "vcjob", "job", "list", env=env)
-    assert result.returncode == 255
+    assert result.returncode == 1
     assert result.stderr.startswith("Failed to list job: cannot load the kubeconfig")
     assert result.stderr.strip().count("\n") == 0

@@ -19,7 +19,13 @@ SCHEDULING_CRDS = (
     "queues.scheduling.volcano.sh",
     "hypernodes.topology.volcano.sh",
 )
-BATCH_CRDS = ("jobs.batch.volcano.sh", "cronjobs.batch.volcano.sh", "commands.bus.volcano.sh")
+BATCH_CRDS = (
+    "jobs.batch.volcano.sh",
+    "cronjobs.batch.volcano.sh",
+    "commands.bus.volcano.sh",
+    "jobflows.flow.volcano.sh",
+    "jobtemplates.flow.volcano.sh",
+)
 MARK = "example.com/installed-by=volcano"
 
 
@@ -46,7 +52,7 @@ def test_volcanos_scheduling_crds_are_left_alone(
     namespace = f"vcjob-{release}"
     sets = ["--set", flag, "--set", "queue.createDefault=false"]
     if flag == "crds.scheduling=false":
-        # Volcano's batch CRDs are replaced by vcjob's: free their names for this release.
+        # Volcano's batch and flow CRDs are replaced by vcjob's: free their names for this release.
         cluster.kubectl("delete", "crd", *BATCH_CRDS)
     try:
         helm("install", release, CHART, "-n", namespace, "--create-namespace", *sets)

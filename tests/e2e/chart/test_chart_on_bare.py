@@ -269,6 +269,44 @@ def test_cronjobs_and_queue_commands_through_the_chart(installed: LocalCluster) 
     installed.kubectl("delete", "queue", "lp-parent")
 
 
+def test_jobflows_through_the_chart(installed: LocalCluster) -> None:
+    """The chart's JobFlow controller and webhook with the chart's grants: a cycle is denied, a
+    flow of two steps Succeeds and, with jobRetainPolicy delete, its Jobs go."""
+    spec = yaml.safe_load(job_manifest("unused", replicas=1))["spec"]
+    for name in ("one", "two"):
+        template = {
+            "apiVersion": "flow.volcano.sh/v1alpha1",
+            "kind": "JobTemplate",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+        installed.kubectl("create", "-f", "-", input=yaml.safe_dump(template))
+
+    def flow(name: str, targets_of_one: list[str]) -> str:
+        return yaml.safe_dump({
+            "apiVersion": "flow.volcano.sh/v1alpha1",
+            "kind": "JobFlow",
+            "metadata": {"name": name},
+            "spec": {
+                "jobRetainPolicy": "delete",
+                "flows": [
+                    {"name": "one", "dependsOn": {"targets": targets_of_one}},
+                    {"name": "two", "dependsOn": {"targets": ["one"]}},
+                ],
+            },
+        })  # fmt: skip
+
+    denied = installed.kubectl("create", "-f", "-", input=flow("cyclic", ["two"]), check=False)
+    assert denied.returncode != 0 and "jobflow Flow is not DAG" in denied.stderr
+    installed.kubectl("create", "-f", "-", input=flow("pair", []))
+    wait_for("the flow to succeed", lambda: kubectl_json(installed, "jf", "pair").get(
+        "status", {}).get("state", {}).get("phase") == "Succeed")  # fmt: skip
+    wait_for("the flow's Jobs to go", lambda: not any(
+        j["metadata"]["name"].startswith("pair-")
+        for j in kubectl_json(installed, "vcjob")["items"]))  # fmt: skip
+    installed.kubectl("delete", "jf", "pair", "--wait=false")
+
+
 def test_scaling_suspending_and_ttl(installed: LocalCluster, tmp_path: Path) -> None:
     long_running = {"sim.vcjob.io/runtime": "60s"}
     manifest = job_manifest("scaled", plugins={"svc": [], "ssh": []}, annotations=long_running)

@@ -26,6 +26,8 @@ CRDS = [
     "queues.scheduling.volcano.sh",
     "cronjobs.batch.volcano.sh",
     "hypernodes.topology.volcano.sh",
+    "jobflows.flow.volcano.sh",
+    "jobtemplates.flow.volcano.sh",
 ]
 MUTATING = "vcjob-mutating-webhook"
 VALIDATING = "vcjob-validating-webhook"

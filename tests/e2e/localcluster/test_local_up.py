@@ -144,6 +144,11 @@ def test_sigterm_stops_every_child(cluster: LocalCluster) -> None:
     assert {name for name, pid in pids.items() if alive(pid)} == set()
     assert cluster.kubeconfig.exists(), "the kubeconfig is left for the user"
     assert cluster.state["ready"] is False
+    # vcjob's own processes (controller with its CronJob and Queue loops, webhook, node agent)
+    # stop without a traceback.
+    for log in sorted((cluster.dir / "logs").glob("*.log")):
+        if log.stem in ("controller", "webhook", "simulator"):
+            assert "Traceback" not in log.read_text(errors="replace"), log
 
 
 def test_components_do_not_outlive_a_killed_up(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_queue_defaults_bounds_and_deletion(cluster: LocalCluster) -> None:
     assert kept.returncode != 0
     assert "metadata.name: Forbidden: `default` queue can not be deleted" in kept.stderr
 
-    # A queue that still has PodGroups stays; once they are gone it may go, in any state.
+    # A queue that still has PodGroups stays; once they are gone and it is Closed it may go.
     assert create(cluster, queue("busy")).returncode == 0
     wait_until(
         "the webhook to see queue busy",
@@ -77,6 +77,13 @@ def test_queue_defaults_bounds_and_deletion(cluster: LocalCluster) -> None:
     assert held.returncode != 0
     assert "queue busy can not be deleted because it has 1 PodGroups: default/holder" in held.stderr
     cluster.kubectl("delete", "podgroup", "holder", "-n", "default")
+    still_open = cluster.kubectl("delete", "queue", "busy", check=False)
+    assert still_open.returncode != 0
+    assert "only queue with state `Closed` can be deleted, queue `busy` state is `Open`" in (
+        still_open.stderr
+    )
+    closed = '{"status": {"state": "Closed"}}'
+    cluster.kubectl("patch", "queue", "busy", "--subresource=status", "--type=merge", "-p", closed)
     cluster.kubectl("delete", "queue", "busy")
 
 

@@ -112,9 +112,16 @@ def test_protected_queues_are_never_deleted(
     assert answer["status"]["message"] == f"metadata.name: Forbidden: {message}"
 
 
-def test_a_regular_queue_may_be_deleted_in_any_state(webhook: WebhookProcess) -> None:
-    old = {"metadata": {"name": "q"}, "status": {"state": "Open"}}
-    body = review(QUEUES, None, "DELETE", name="q", oldObject=old)
+def test_a_regular_queue_may_be_deleted_once_closed(webhook: WebhookProcess) -> None:
+    open_queue = {"metadata": {"name": "q"}, "status": {"state": "Open"}}
+    body = review(QUEUES, None, "DELETE", name="q", oldObject=open_queue)
+    answer = post(webhook, labels.QUEUE_VALIDATE_PATH, body)
+    assert answer["allowed"] is False
+    assert "only queue with state `Closed` can be deleted, queue `q` state is `Open`" in (
+        answer["status"]["message"]
+    )
+    closed = {"metadata": {"name": "q"}, "status": {"state": "Closed"}}
+    body = review(QUEUES, None, "DELETE", name="q", oldObject=closed)
     assert post(webhook, labels.QUEUE_VALIDATE_PATH, body)["allowed"] is True
 
 

@@ -371,12 +371,32 @@ def test_the_webhook_reads_namespaces_and_lists_podgroups() -> None:
     } in rules
 
 
+def test_jobflows_and_jobtemplates_are_validated_at_volcanos_paths() -> None:
+    config = one(render(), "ValidatingWebhookConfiguration", "vcjob-validating-webhook")
+    hooks = {hook["name"]: hook for hook in config["webhooks"]}
+    for name, path, resource in (
+        ("validatejobflow.vcjob.volcano.sh", "/jobflows/validate", "jobflows"),
+        ("validatejobtemplate.vcjob.volcano.sh", "/jobtemplates/validate", "jobtemplates"),
+    ):
+        hook = hooks[name]
+        assert hook["clientConfig"]["service"]["path"] == path
+        assert hook["rules"] == [
+            {
+                "apiGroups": ["flow.volcano.sh"],
+                "apiVersions": ["v1alpha1"],
+                "resources": [resource],
+                "operations": ["CREATE", "UPDATE"],
+                "scope": "Namespaced",
+            }
+        ]
+
+
 @pytest.mark.parametrize("kind", [c[0] for c in CONFIGS])
 def test_webhooks_skip_the_release_namespace(kind: str) -> None:
     docs = render("webhook.excludedNamespaces={kube-system}", namespace="vcjob-ops")
     hooks = [h for h in find(docs, kind)[0]["webhooks"] if "pod." not in h["name"]]
     namespaced = [h for h in hooks if h["rules"][0]["scope"] == "Namespaced"]
-    assert len(namespaced) == 3  # jobs, cronjobs, podgroups
+    assert len(namespaced) >= 3  # jobs, cronjobs, podgroups; jobflows, jobtemplates
     assert all(h["namespaceSelector"] == hooks[0]["namespaceSelector"] for h in namespaced)
     assert hooks[0]["namespaceSelector"] == {
         "matchExpressions": [
@@ -552,7 +572,7 @@ def test_controller_rbac_covers_what_it_does() -> None:
     assert verbs(role, "bus.volcano.sh", "commands") == {"list", "watch", "delete"}
     assert "create" in verbs(role, "scheduling.volcano.sh", "podgroups")
     # The queue controller keeps Queue states.
-    assert verbs(role, "scheduling.volcano.sh", "queues") == {"list", "watch", "patch"}
+    assert verbs(role, "scheduling.volcano.sh", "queues") == {"get", "list", "watch", "patch"}
     for resource in ("services", "configmaps", "secrets", "persistentvolumeclaims"):
         assert "create" in verbs(role, "", resource), resource
     # The ssh Secret is written by name: the controller reads no Secret.
@@ -562,6 +582,14 @@ def test_controller_rbac_covers_what_it_does() -> None:
     assert verbs(role, "events.k8s.io", "events") == set()
     assert verbs(role, "scheduling.k8s.io", "priorityclasses") == {"list", "watch"}
     assert verbs(role, "", "nodes") == {"list"}
+    # The JobFlow controller: flows and templates read, their status written.
+    for resource in ("jobflows", "jobtemplates"):
+        assert verbs(role, "flow.volcano.sh", resource) == {"list", "watch"}
+        assert verbs(role, "flow.volcano.sh", f"{resource}/status") == {"update"}
+    # The PodGroup controller watches plain workloads for their annotations and replicas.
+    for resource in ("replicasets", "statefulsets", "daemonsets"):
+        assert verbs(role, "apps", resource) == {"list", "watch"}, resource
+    assert verbs(role, "batch", "jobs") == {"list", "watch"}
     leases = one(docs, "Role", "vcjob-controller-leader-election")
     assert leases["metadata"]["namespace"] == NAMESPACE
     assert verbs(leases, "coordination.k8s.io", "leases") == {"get", "create", "update"}
@@ -743,13 +771,15 @@ def test_volcanos_scheduling_crds_can_be_left_alone() -> None:
         "jobs.batch.volcano.sh",
         "cronjobs.batch.volcano.sh",
         "commands.bus.volcano.sh",
+        "jobflows.flow.volcano.sh",
+        "jobtemplates.flow.volcano.sh",
     }
 
 
 def test_only_absent_installs_everything_when_nothing_is_there() -> None:
     # `helm template` has no cluster to look in: every CRD counts as absent.
     crds = find(render("crds.onlyAbsent=true"), "CustomResourceDefinition")
-    assert len(crds) == 6
+    assert len(crds) == 8
 
 
 def test_default_queue_is_created_after_the_crds() -> None:
@@ -861,3 +891,19 @@ def test_webhook_request_bounds_are_values() -> None:
     args = container(render(*sets), "vcjob-webhook")["args"]
     assert args[args.index("--max-concurrent-requests") + 1] == "4"
     assert args[args.index("--read-timeout") + 1] == "3"
+
+
+def test_kueue_integration_is_off_by_default_and_grants_workloads_when_on() -> None:
+    off = render()
+    assert "--no-kueue" in container(off, "vcjob-controller")["args"]
+    role = one(off, "ClusterRole", "vcjob-controller")
+    assert verbs(role, "kueue.x-k8s.io", "workloads") == set()
+
+    on = render("controller.kueue.enabled=true")
+    args = container(on, "vcjob-controller")["args"]
+    assert "--kueue" in args and "--no-kueue" not in args
+    role = one(on, "ClusterRole", "vcjob-controller")
+    assert verbs(role, "kueue.x-k8s.io", "workloads") == {"list", "watch", "create"}
+    assert verbs(role, "kueue.x-k8s.io", "workloads/status") == {"update"}
+    assert verbs(role, "kueue.x-k8s.io", "resourceflavors") == {"list", "watch"}
+    assert "enabled" in render_error("controller.kueue.enabled=maybe")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -306,7 +307,7 @@ def test_fix_15_pvc_from_a_claim_is_created_owned_and_written_back() -> None:
     pvcs = [o for o in plan.create if o["kind"] == "PersistentVolumeClaim"]
     assert len(pvcs) == 1
     name = pvcs[0]["metadata"]["name"]
-    assert name.startswith("j-pvc-")
+    assert re.fullmatch(r"j-pvc-[0-9a-z]{12}", name)  # Volcano's GenPVCName format
     assert pvcs[0]["metadata"]["ownerReferences"][0]["kind"] == "Job"
     assert world.job["spec"]["volumes"][0]["volumeClaimName"] == name
     assert world.status["controlledResources"][f"volume-pvc-{name}"] == name

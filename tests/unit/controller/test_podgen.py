@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
 
 import pytest
 from builders import UID, created_pods, job, plan_for
 
 from controller.model import PlanSettings
+from controller.podgen import claim_volume_name
 from shared import labels
 
 Wire = dict[str, Any]
@@ -50,6 +52,7 @@ def test_pod_names_labels_annotations_and_owner() -> None:
         labels.QUEUE_NAME_KEY: "default",
         labels.JOB_VERSION_KEY: "2",
         labels.JOB_RETRY_COUNT_KEY: "1",
+        labels.ATTEMPT_KEY: "0",
         labels.TEMPLATE_UID_KEY: "j-w",
         labels.POD_GROUP_KEY: f"j-{UID}",
     }
@@ -86,16 +89,39 @@ def test_unknown_template_fields_are_kept() -> None:
     assert "env" not in j["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
 
 
-def test_job_volumes_are_mounted_in_every_container() -> None:
-    j = job("j").task("w").volume("/data", claim_name="data").build()
+def test_job_volumes_are_mounted_in_the_main_containers_only() -> None:
+    """Volcano mounts a job volume into `containers`, never into `initContainers`, through a pod
+    volume named `<job>-<12 [0-9a-z]>`."""
+    j = job("j").task("w", 2).volume("/data", claim_name="data").build()
     j["spec"]["tasks"][0]["template"]["spec"]["initContainers"] = [{"name": "i", "image": "x"}]
-    pod = pods_by_name(plan_for(j))["j-w-0"]
+    pods = pods_by_name(plan_for(j))
+    pod = pods["j-w-0"]
     [volume] = pod["spec"]["volumes"]
     assert volume["persistentVolumeClaim"] == {"claimName": "data"}
-    for key in ("containers", "initContainers"):
-        assert pod["spec"][key][0]["volumeMounts"] == [
-            {"name": volume["name"], "mountPath": "/data"}
-        ]
+    assert re.fullmatch(r"j-[0-9a-z]{12}", volume["name"])
+    assert pod["spec"]["containers"][0]["volumeMounts"] == [
+        {"name": volume["name"], "mountPath": "/data"}
+    ]
+    assert "volumeMounts" not in pod["spec"]["initContainers"][0]
+    assert pods["j-w-1"]["spec"]["volumes"] == [volume]
+
+
+@pytest.mark.parametrize(
+    ("job_name", "claim", "expected"),
+    [
+        ("j", "data", r"j-[0-9a-z]{12}"),
+        ("a" * 63, "data", "a" * 50 + r"-[0-9a-z]{12}"),
+        ("a" * 49 + "-b", "data", "a" * 49 + r"-[0-9a-z]{12}"),
+    ],
+)
+def test_claim_volume_name_is_a_dns_label_in_volcano_format(
+    job_name: str, claim: str, expected: str
+) -> None:
+    name = claim_volume_name(job_name, claim)
+    assert re.fullmatch(expected, name)
+    assert len(name) <= 63
+    assert claim_volume_name(job_name, claim) == name
+    assert claim_volume_name(job_name, "other") != name
 
 
 def test_topology_policy_becomes_an_annotation() -> None:

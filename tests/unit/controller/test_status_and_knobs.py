@@ -33,6 +33,35 @@ def test_status_shape_after_the_first_reconcile() -> None:
         "succeededIndexes": {},
         "controlledResources": {},
         "conditions": [{"status": "Pending", "lastTransitionTime": "2026-01-01T12:00:00Z"}],
+        # vcjob's lifecycle fields beside Volcano's (docs/lifecycle.md).
+        "restartCounts": {"application": 0, "infrastructure": 0, "operator": 0},
+        "attempts": [{"index": 0, "startTime": "2026-01-01T12:00:00Z"}],
+        "typedConditions": [
+            {
+                "type": "Admitted",
+                "status": "False",
+                "reason": "Waiting",
+                "message": "the job waits for the scheduler to admit it",
+                "lastTransitionTime": "2026-01-01T12:00:00Z",
+                "observedGeneration": 1,
+            },
+            {
+                "type": "Running",
+                "status": "False",
+                "reason": "Pending",
+                "message": "the job was accepted and waits for its pods",
+                "lastTransitionTime": "2026-01-01T12:00:00Z",
+                "observedGeneration": 1,
+            },
+            {
+                "type": "Blocked",
+                "status": "False",
+                "reason": "NotBlocked",
+                "message": "nothing blocks the job",
+                "lastTransitionTime": "2026-01-01T12:00:00Z",
+                "observedGeneration": 1,
+            },
+        ],
     }
 
 

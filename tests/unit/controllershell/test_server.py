@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 import urllib.error
@@ -92,3 +94,43 @@ def test_workers_wait_until_every_cache_has_listed(fake_kube: Any) -> None:
     worker.join(timeout=5)
     ctl.applier.close()
     ctl.recorder.close()
+
+
+def test_a_client_that_hangs_up_is_no_traceback(capfd: Any) -> None:
+    """A kubelet probe that times out closes its connection before the answer; the server must
+    not print a BrokenPipe traceback for it (the chart's controller log filled with them)."""
+    hung_up = threading.Event()
+    answered = threading.Event()
+
+    def slow_check() -> tuple[bool, str]:
+        hung_up.wait(10)
+        return True, ""
+
+    def ready() -> tuple[bool, str]:
+        answered.set()
+        return True, ""
+
+    endpoints = HttpEndpoints("127.0.0.1", 0, None, slow_check, ready, CollectorRegistry())
+    endpoints.start()
+    try:
+        assert endpoints.health_port is not None
+        client = socket.create_connection(("127.0.0.1", endpoints.health_port), timeout=5)
+        client.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.2)  # the request is read and the check is waiting
+        # Close with a reset, as a timed-out probe's kernel does once the pod is gone.
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+        hung_up.set()
+        # The server still answers the next client, and has written the first answer by then.
+        assert get(endpoints.health_port, "/readyz") == (200, "ok\n")
+        assert answered.is_set()
+        # Wait for the first request's thread to end: its write to the closed socket has failed.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+            "process_request_thread" in t.name for t in threading.enumerate()
+        ):
+            time.sleep(0.05)
+        assert not any("process_request_thread" in t.name for t in threading.enumerate())
+    finally:
+        endpoints.stop()
+    assert "Traceback" not in capfd.readouterr().err

@@ -94,11 +94,19 @@ def test_the_banner_says_how_to_reach_the_pinned_kubectl(
     tools = tmp_path / ".tools" / "bin"
     tools.mkdir(parents=True)
     (tools / "kubectl").write_text("")
+    scripts = tmp_path / "venv" / "bin"
+    scripts.mkdir(parents=True)
+    for command in ("vcjob", "kubectl-vcjob"):
+        (scripts / command).write_text("")
+        (scripts / command).chmod(0o755)
     monkeypatch.setattr(up, "TOOLS_BIN", tools)
+    monkeypatch.setattr(up.sysconfig, "get_path", lambda name: str(scripts))
     monkeypatch.setenv("PATH", "/usr/bin")
     assert up.path_export_lines() == [
-        f"  export PATH={tools}:$PATH   # the pinned kubectl and helm"
+        f"  export PATH={tools}:{scripts}:$PATH   # kubectl, helm, vcjob, kubectl vcjob"
     ]
-    monkeypatch.setenv("PATH", str(tools))
     (tools / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools))  # kubectl found, vcjob not
+    assert len(up.path_export_lines()) == 1
+    monkeypatch.setenv("PATH", f"{tools}:{scripts}")
     assert up.path_export_lines() == []

@@ -76,9 +76,18 @@ def test_counts_and_queue_of_a_podgroup() -> None:
         {"spec": {"queue": "a"}, "status": {"phase": "Running"}},
         {"spec": {"queue": "a"}, "status": {"phase": "Inqueue"}},
         {"spec": {}, "status": {}},
+        {"spec": {"queue": "a"}, "status": {"phase": "Unknown"}},
+        {"spec": {"queue": "a"}, "status": {"phase": "Unknown"}},
+        {"spec": {"queue": "a"}, "status": {"phase": "Completed"}},
     ]
-    assert podgroup_counts(groups) == {"pending": 1, "running": 1, "inqueue": 1}
-    assert [queue_of_podgroup(g) for g in groups] == ["a", "a", "default"]
+    assert podgroup_counts(groups) == {
+        "pending": 1,
+        "running": 1,
+        "inqueue": 1,
+        "unknown": 2,
+        "completed": 1,
+    }
+    assert [queue_of_podgroup(g) for g in groups] == ["a", "a", "default", "a", "a", "a"]
 
 
 def _q(name: str, state: str | None = "Open", marked: bool = False) -> QueueView:

@@ -36,12 +36,14 @@ def _schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def test_the_six_crds_are_generated() -> None:
+def test_the_eight_crds_are_generated() -> None:
     assert sorted(CRDS) == [
         "commands.bus.volcano.sh",
         "cronjobs.batch.volcano.sh",
         "hypernodes.topology.volcano.sh",
+        "jobflows.flow.volcano.sh",
         "jobs.batch.volcano.sh",
+        "jobtemplates.flow.volcano.sh",
         "podgroups.scheduling.volcano.sh",
         "queues.scheduling.volcano.sh",
     ]
@@ -104,7 +106,12 @@ def test_unknown_fields_are_preserved_only_where_intended(name: str) -> None:
 
 def test_optional_fields_are_nullable_and_keep_their_constraints() -> None:
     task = _schema("jobs.batch.volcano.sh")["properties"]["spec"]["properties"]["tasks"]["items"]
-    assert task["properties"]["replicas"] == {"type": "integer", "minimum": 0, "nullable": True}
+    assert task["properties"]["replicas"] == {
+        "type": "integer",
+        "description": "The number of pods of the task.",
+        "minimum": 0,
+        "nullable": True,
+    }
     assert task["properties"]["topologyPolicy"]["enum"] == [
         "none",
         "best-effort",
@@ -121,6 +128,44 @@ def test_job_spec_schema_is_the_job_crds_spec() -> None:
     assert crdgen.job_spec_schema() == _schema("jobs.batch.volcano.sh")["properties"]["spec"]
 
 
+@pytest.mark.parametrize("name", sorted(CRDS))
+def test_every_field_is_described_for_kubectl_explain(name: str) -> None:
+    schema = _schema(name)
+    assert crdgen.undescribed_fields(schema) == []
+    assert schema["description"]
+    assert schema["properties"]["spec"]["description"] if "spec" in schema["properties"] else True
+
+
+def test_an_undescribed_field_is_found() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "description": "A."},
+            "b": {"type": "array", "items": {"type": "object", "properties": {"c": {}}}},
+            "d": {
+                "type": "object",
+                "description": "D.",
+                "additionalProperties": {"properties": {"e": {"description": " "}}},
+            },
+        },
+    }
+    assert crdgen.undescribed_fields(schema) == ["b", "b[*].c", "d{*}.e"]
+
+
+def test_cronjob_columns_are_kubernetes_cronjobs() -> None:
+    version = CRDS["cronjobs.batch.volcano.sh"]["spec"]["versions"][0]
+    printed = version["additionalPrinterColumns"]
+    columns = [(c["name"], c["jsonPath"], c.get("priority", 0)) for c in printed]
+    assert columns == [
+        ("SCHEDULE", ".spec.schedule", 0),
+        ("TIMEZONE", ".spec.timeZone", 1),
+        ("SUSPEND", ".spec.suspend", 0),
+        ("ACTIVE", ".status.active[*].name", 0),
+        ("LAST SCHEDULE", ".status.lastScheduleTime", 0),
+        ("AGE", ".metadata.creationTimestamp", 0),
+    ]
+
+
 def test_job_names_scope_subresource_and_columns() -> None:
     crd = CRDS["jobs.batch.volcano.sh"]
     assert crd["spec"]["scope"] == "Namespaced"
@@ -134,7 +179,11 @@ def test_job_names_scope_subresource_and_columns() -> None:
         "RUNNINGS",
         "AGE",
         "QUEUE",
+        "REASON",
+        "SUSPENDED",
     ]
+    assert columns["REASON"]["jsonPath"] == ".status.reason"
+    assert "priority" not in columns["REASON"]
     assert columns["STATUS"]["jsonPath"] == ".status.state.phase"
     assert columns["MINAVAILABLE"]["jsonPath"] == ".status.minAvailable"
     assert columns["RUNNINGS"]["jsonPath"] == ".status.running"
@@ -194,3 +243,25 @@ def test_write_all_writes_one_file_per_crd(tmp_path: Path) -> None:
 def test_free_form_objects_must_be_typed_or_preserved() -> None:
     with pytest.raises(crdgen.SchemaError, match="free-form object"):
         crdgen._convert({"type": "object", "additionalProperties": True}, {}, "x")
+
+
+def test_jobflow_and_jobtemplate_names_columns_and_patch_schema() -> None:
+    flow = CRDS["jobflows.flow.volcano.sh"]["spec"]
+    template = CRDS["jobtemplates.flow.volcano.sh"]["spec"]
+    assert flow["names"]["shortNames"] == ["jf"]
+    assert template["names"]["shortNames"] == ["jt"]
+    (version,) = flow["versions"]
+    assert [(c["name"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
+        ("Status", ".status.state.phase"),
+        ("Age", ".metadata.creationTimestamp"),
+    ]
+    assert "additionalPrinterColumns" not in template["versions"][0]
+    flows = _schema("jobflows.flow.volcano.sh")["properties"]["spec"]["properties"]["flows"]
+    patch = flows["items"]["properties"]["patch"]["properties"]["jobSpec"]
+    # A patch is typed like a Job's spec but defaults nothing (maxRetry would overwrite the
+    # template's) and requires nothing.
+    assert patch["properties"]["tasks"]["items"]["properties"]["replicas"]["type"] == "integer"
+    assert "default" not in patch["properties"]["maxRetry"]
+    assert "minItems" not in patch["properties"]["tasks"]
+    template_spec = _schema("jobtemplates.flow.volcano.sh")["properties"]["spec"]
+    assert template_spec == crdgen.job_spec_schema()

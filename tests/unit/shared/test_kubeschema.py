@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,15 +22,38 @@ def _walk(node: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def test_pod_template_spec_is_inlined_without_refs_or_descriptions() -> None:
+def _strip_descriptions(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_descriptions(v) for k, v in node.items() if k != "description"}
+    return node
+
+
+def test_pod_template_spec_is_inlined_without_refs_with_kubernetes_descriptions() -> None:
     schema = kubeschema.pod_template_spec_schema()
     text = json.dumps(schema)
     assert "$ref" not in text
-    assert '"description"' not in text
     assert schema["properties"]["spec"]["required"] == ["containers"]
     container = schema["properties"]["spec"]["properties"]["containers"]["items"]
     assert container["required"] == ["name"]
     assert "imagePullPolicy" in container["properties"]
+    # `kubectl explain` reads these: every field is described, a field by its own words.
+    for node in _walk(schema)[1:]:
+        for name, child in (node.get("properties") or {}).items():
+            assert child.get("description"), name
+    resources = container["properties"]["resources"]["description"]
+    assert resources.startswith("Compute Resources required by this container.")
+
+
+EMBEDDED_META: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+        "finalizers": {"type": "array", "items": {"type": "string"}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "name": {"type": "string"},
+        "namespace": {"type": "string"},
+    },
+}
 
 
 @pytest.mark.parametrize(
@@ -36,12 +61,20 @@ def test_pod_template_spec_is_inlined_without_refs_or_descriptions() -> None:
     [
         (kubeschema.QUANTITY, kubeschema.QUANTITY_SCHEMA),
         ("io.k8s.apimachinery.pkg.util.intstr.IntOrString", {"x-kubernetes-int-or-string": True}),
-        (kubeschema.OBJECT_META, kubeschema.EMBEDDED_META_SCHEMA),
+        (kubeschema.OBJECT_META, EMBEDDED_META),
         ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", {"type": "string", "format": "date-time"}),
     ],
 )
 def test_special_types(name: str, expected: dict[str, Any]) -> None:
-    assert kubeschema.structural(name) == expected
+    assert _strip_descriptions(kubeschema.structural(name)) == expected
+
+
+def test_the_definitions_come_from_the_local_clusters_kubernetes() -> None:
+    """The data is regenerated with the control plane: its version is the one go.mod pins."""
+    go_mod = (Path(__file__).resolve().parents[3] / "controlplane" / "go.mod").read_text()
+    pinned = re.search(r"^require k8s\.io/kubernetes (v\S+)", go_mod, re.MULTILINE)
+    assert pinned is not None
+    assert kubeschema.kubernetes_version() == pinned.group(1)
 
 
 def test_every_node_is_typed_or_int_or_string() -> None:

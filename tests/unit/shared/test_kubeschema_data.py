@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from shared import kubeschema
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -35,10 +37,13 @@ def test_pod_template_and_pvc_specs_are_whole() -> None:
 
 
 def test_the_data_file_matches_its_generator() -> None:
+    """Needs the pinned k8s.io/kubernetes module in Go's module cache (`make cluster`)."""
     result = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "generate_kubeschema.py"), "--check"],
         capture_output=True,
         text=True,
         timeout=60,
     )
+    if result.returncode == 2 and "make cluster" in result.stderr:
+        pytest.skip(result.stderr.strip())
     assert result.returncode == 0, result.stderr

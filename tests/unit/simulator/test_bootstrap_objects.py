@@ -74,7 +74,7 @@ def test_webhook_configurations_match_the_chart() -> None:
     assert mutating["metadata"]["name"] == "vcjob-mutate"
     assert validating["metadata"]["name"] == "vcjob-validate"
     mutate, mutate_cron = mutating["webhooks"]
-    validate, validate_cron = validating["webhooks"]
+    validate, validate_cron = validating["webhooks"][:2]
     assert mutate["rules"][0]["operations"] == mutate_cron["rules"][0]["operations"] == ["CREATE"]
     assert validate["rules"][0]["operations"] == ["CREATE", "UPDATE"]
     assert validate_cron["rules"][0]["operations"] == ["CREATE", "UPDATE"]
@@ -95,6 +95,21 @@ def test_webhook_configurations_match_the_chart() -> None:
             5,
         )
         assert hook["admissionReviewVersions"] == ["v1"]
+
+
+def test_jobflow_and_jobtemplate_webhooks_at_volcanos_paths() -> None:
+    _, validating = webhook_configurations(9443, b"CA PEM")
+    hooks = {hook["name"]: hook for hook in validating["webhooks"]}
+    for name, path, resource in (
+        ("validatejobflow.vcjob.volcano.sh", "/jobflows/validate", "jobflows"),
+        ("validatejobtemplate.vcjob.volcano.sh", "/jobtemplates/validate", "jobtemplates"),
+    ):
+        hook = hooks[name]
+        assert hook["clientConfig"]["url"] == f"https://127.0.0.1:9443{path}"
+        (rule,) = hook["rules"]
+        assert rule["apiGroups"] == ["flow.volcano.sh"]
+        assert rule["resources"] == [resource]
+        assert rule["operations"] == ["CREATE", "UPDATE"]
 
 
 def test_the_charts_crds_load() -> None:

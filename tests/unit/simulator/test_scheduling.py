@@ -19,6 +19,7 @@ from localcluster.simulator.scheduling import (
     PodSchedulingFailure,
     PodView,
     QueueView,
+    gang_phase,
     node_view,
     pod_view,
     podgroup_view,
@@ -819,3 +820,103 @@ def test_node_view_reads_taints_and_the_cordon() -> None:
     )
     assert view.unschedulable
     assert view.taints == (NOT_READY,)
+
+
+GANG_PHASES = [
+    # current, admitted now, minMember, running, succeeded, ready -> phase
+    pytest.param("", False, 2, 0, 0, 0, "Pending", id="no status yet: Pending"),
+    pytest.param("Pending", True, 2, 0, 0, 0, "Inqueue", id="admitted: Inqueue"),
+    pytest.param("Inqueue", False, 2, 1, 0, 2, "Inqueue", id="bound but not all running"),
+    pytest.param("Inqueue", False, 2, 1, 1, 2, "Running", id="minMember run or succeeded"),
+    pytest.param("Running", False, 4, 2, 0, 2, "Unknown", id="half of a running gang gone"),
+    pytest.param("Inqueue", False, 3, 2, 0, 2, "Unknown", id="running but a member unplaced"),
+    pytest.param("Running", False, 4, 0, 0, 0, "Running", id="nothing runs: not Unknown"),
+    pytest.param("Unknown", False, 4, 2, 0, 2, "Unknown", id="still short: stays Unknown"),
+    pytest.param("Unknown", False, 4, 2, 0, 4, "Running", id="replacements placed: Running"),
+    pytest.param("Unknown", False, 4, 0, 0, 0, "Pending", id="none runs any more: Pending"),
+    pytest.param("Running", False, 2, 2, 0, 2, "Running", id="healthy gang stays Running"),
+    pytest.param("Pending", False, 2, 1, 0, 1, "Pending", id="not admitted: never Unknown"),
+]
+
+
+@pytest.mark.parametrize(
+    ("current", "admitted_now", "min_member", "running", "succeeded", "ready", "expected"),
+    GANG_PHASES,
+)
+def test_gang_phase(
+    current: str,
+    admitted_now: bool,
+    min_member: int,
+    running: int,
+    succeeded: int,
+    ready: int,
+    expected: str,
+) -> None:
+    assert gang_phase(current, admitted_now, min_member, running, succeeded, ready) == expected
+
+
+def test_a_running_gang_whose_half_is_gone_while_nodes_are_full_is_unknown() -> None:
+    """Volcano's jobseq suite: half of a running gang deleted, the replacements fit nowhere (the
+    node is full with another job's pods): Unknown, Unschedulable with the gang's message, a
+    Warning event, and the queue counts it as unknown."""
+    group = replace(gang("pg", 4, phase="Running"), running=4)
+    pods = [
+        pod("a", cpu="1", group="pg", on="n1", phase="Running"),
+        pod("b", cpu="1", group="pg", on="n1", phase="Running"),
+        pod("c", cpu="1", group="pg"),
+        pod("d", cpu="1", group="pg"),
+        pod("busy", cpu="2", on="n1", phase="Running", scheduler="default-scheduler"),
+    ]
+    decisions = schedule([node("n1", cpu="4")], pods, [group], queues=[queue()], now=NOW)
+    assert decisions.bind == ()
+    (status,) = decisions.podgroup_status
+    assert (status.phase, status.running) == ("Unknown", 2)
+    (condition,) = status.conditions
+    assert (condition.type, condition.status, condition.reason) == (
+        "Unschedulable",
+        "True",
+        "NotEnoughResources",
+    )
+    assert condition.message.startswith("2/4 tasks in gang unschedulable: pod group is not ready")
+    assert decisions.events == (PodGroupEvent("ns", "pg", "Unschedulable", condition.message),)
+    (queue_status,) = decisions.queue_status
+    assert (queue_status.status["unknown"], queue_status.status["running"]) == (1, 0)
+
+
+def test_a_running_gang_whose_members_are_not_recreated_yet_is_unknown() -> None:
+    group = replace(gang("pg", 2, phase="Running"), running=2)
+    pods = [pod("a", group="pg", on="n1", phase="Running")]
+    decisions = schedule([node("n1")], pods, [group], now=NOW)
+    (status,) = decisions.podgroup_status
+    assert status.phase == "Unknown"
+    assert status.conditions[0].message.startswith("1/1 tasks in gang unschedulable")
+
+
+def test_an_unknown_gang_whose_replacements_fit_is_running_again() -> None:
+    unschedulable = Condition("Unschedulable", "True", "NotEnoughResources", "1/2 …", NOW)
+    group = replace(gang("pg", 2, phase="Unknown"), running=1, conditions=(unschedulable,))
+    pods = [pod("a", group="pg", on="n1", phase="Running"), pod("b", group="pg")]
+    decisions = schedule([node("n1")], pods, [group], now="2026-01-01T00:01:00Z")
+    assert bound(decisions.bind) == {"b": "n1"}
+    (status,) = decisions.podgroup_status
+    assert status.phase == "Running"
+    assert [(c.type, c.status) for c in status.conditions] == [
+        ("Unschedulable", "False"),
+        ("Scheduled", "True"),
+    ]
+    assert decisions.events == ()
+
+
+def test_a_running_gang_whose_replacement_meets_tainted_nodes_is_unknown_and_says_why() -> None:
+    """Volcano's jobseq suite taints every node, then deletes a pod of a running gang."""
+    taint = Taint("unschedulable-taint-key", "NoSchedule", "unschedulable-taint-val")
+    nodes = [node("n1", taints=(taint,)), node("n2", taints=(taint,))]
+    group = replace(gang("pg", 2, phase="Running"), running=2)
+    pods = [pod("a", group="pg", on="n1", phase="Running"), pod("b", group="pg")]
+    decisions = schedule(nodes, pods, [group], queues=[queue()], now=NOW)
+    assert decisions.bind == ()
+    (status,) = decisions.podgroup_status
+    assert status.phase == "Unknown"
+    message = status.conditions[0].message
+    assert message.startswith("1/2 tasks in gang unschedulable")
+    assert "2 node(s) had untolerated taint(s)" in message

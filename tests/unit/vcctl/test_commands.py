@@ -71,7 +71,7 @@ def test_run_from_a_file_goes_to_the_namespace_flag(api: FakeApi, tmp_path: Path
 
 def test_run_refuses_a_file_that_is_not_yaml(api: FakeApi, tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["job", "run", "-f", str(tmp_path / "job.json")])
-    assert result.exit_code == 255
+    assert result.exit_code == 2  # a usage problem
     assert "only support yaml file" in result.output
     assert api.created == []
 

@@ -104,9 +104,24 @@ def test_job_view_sections_and_events() -> None:
     assert text.splitlines()[0] == "Name:\ttrain"
     for line in ("Spec:", "  Min Available:\t", "Status:", "    Phase:\tRunning", "Events:"):
         assert line in text
-    assert re.search(r"Type\s+Reason\s+Age\s+Form\s+Message", text)
+    assert re.search(r"^  Type\s+Reason\s+Age\s+From\s+Message$", text, re.MULTILINE)
+    assert "Form" not in text
     assert "5m (x3 over 10m)" in text
     assert job_view(job("train"), [], datetime.now(UTC)).endswith("Events: \t<none>")
+
+
+def test_job_view_shows_every_plugin_with_its_arguments() -> None:
+    plugins = {"pytorch": ["--master=master", "--port=23456"], "svc": [], "tensorflow": []}
+    shown = job("train")
+    shown["spec"]["plugins"] = plugins
+    lines = job_view(shown, [], datetime.now(UTC)).splitlines()
+    start = lines.index("  Plugins:")
+    assert lines[start + 1 : start + 4] == [
+        '    Pytorch:\t["--master=master", "--port=23456"]',
+        "    Svc:\t[]",
+        "    Tensorflow:\t[]",
+    ]
+    assert lines[start + 4] == "  Queue:\tdefault"
 
 
 def test_job_command_is_owned_by_and_targets_the_job() -> None:
@@ -178,9 +193,9 @@ def test_bad_resources_are_refused(text: str) -> None:
         (["queue", "get"], "name is mandatory to get the particular queue details"),
     ],
 )
-def test_usage_errors_are_one_line_with_exit_255(argv: list[str], message: str) -> None:
+def test_usage_errors_are_one_line_with_exit_2(argv: list[str], message: str) -> None:
     result = CliRunner().invoke(main, argv)
-    assert result.exit_code == 255, result.output
+    assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1, result.output
     assert message in lines[0]
@@ -190,3 +205,26 @@ def test_a_kubeconfig_that_does_not_exist_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["job", "list", "-k", "/nonexistent/kubeconfig"])
     assert result.exit_code == 2
     assert "--kubeconfig /nonexistent/kubeconfig: no such file" in result.output
+
+
+@pytest.mark.parametrize(
+    ("status", "line"),
+    [
+        ("True", "  Suspended:\tqueued by Kueue in LocalQueue lq: insufficient unused quota"),
+        ("False", None),
+    ],
+)
+def test_job_view_says_why_a_suspended_job_waits(status: str, line: str | None) -> None:
+    condition = {
+        "type": "Suspended",
+        "status": status,
+        "reason": "JobSuspended",
+        "message": "queued by Kueue in LocalQueue lq: insufficient unused quota",
+    }
+    shown = job_view(
+        job("j", state={"phase": "Pending"}, typedConditions=[condition]),
+        [],
+        datetime(2026, 3, 4, 12, 10, tzinfo=UTC),
+    ).splitlines()
+    suspended = [s for s in shown if s.strip().startswith("Suspended:")]
+    assert suspended == ([] if line is None else [line])

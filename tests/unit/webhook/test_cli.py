@@ -18,7 +18,7 @@ def params(args: list[str]) -> dict[str, object]:
 def test_defaults() -> None:
     p = params([])
     assert (p["port"], p["health_port"], p["metrics_port"]) == (9443, 8081, 8080)
-    assert (p["scheduler_name"], p["queue_check"], p["log_format"]) == ("volcano", "on", "json")
+    assert (p["scheduler_name"], p["queue_check"], p["log_format"]) == ("volcano", "on", "auto")
     assert p["certs_mode"] == "files"
 
 

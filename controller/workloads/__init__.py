@@ -1,0 +1,1 @@
+"""The PodGroup controller for plain workloads: a PodGroup for each gang pod without one."""

@@ -1,0 +1,151 @@
+"""`vcjob job why` rendering: the reason, PodGroup, Queue, stuck pods with events, the hint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from vcctl.why import WhyFacts, explain, job_reason, unblock_hint
+
+
+def job(phase: str, reason: str | None = None, message: str = "", **status: Any) -> dict[str, Any]:
+    st: dict[str, Any] = {"state": {"phase": phase, "reason": "JobCreated"}, **status}
+    if reason:
+        kind = "Failed" if phase == "Failed" else "Blocked"
+        st["typedConditions"] = [
+            {"type": kind, "status": "True", "reason": reason, "message": message}
+        ]
+    return {
+        "metadata": {"name": "big", "namespace": "ns", "uid": "u1"},
+        "spec": {"queue": "q1", "maxRetry": 2},
+        "status": st,
+    }
+
+
+GROUP = {
+    "metadata": {"name": "big-u1"},
+    "spec": {"minMember": 2, "minResources": {"cpu": "64"}},
+    "status": {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "Unschedulable", "status": "True", "message": "cpu 64 > 8 in the cluster"}
+        ],
+    },
+}
+QUEUE = {
+    "metadata": {"name": "q1"},
+    "spec": {"capability": {"cpu": "100"}},
+    "status": {"state": "Open", "allocated": {"cpu": "2"}},
+}
+STUCK_POD = {
+    "metadata": {"name": "big-w-0"},
+    "status": {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/2 nodes are available",
+            }
+        ],
+    },
+}
+FAILED_POD = {
+    "metadata": {"name": "big-w-1"},
+    "status": {
+        "phase": "Failed",
+        "containerStatuses": [
+            {"name": "main", "state": {"terminated": {"exitCode": 3, "reason": "Error"}}}
+        ],
+    },
+}
+EVENT = {
+    "involvedObject": {"kind": "Pod", "name": "big-w-0"},
+    "reason": "FailedScheduling",
+    "message": "0/2 nodes are available",
+    "lastTimestamp": "2026-01-01T00:00:00Z",
+}
+
+
+def test_a_job_too_large_for_the_cluster() -> None:
+    text = explain(
+        WhyFacts(
+            job("Pending", "Unschedulable", "cpu 64 > 8 in the cluster"),
+            GROUP,
+            QUEUE,
+            [STUCK_POD, FAILED_POD],
+            [EVENT],
+        )
+    )
+    lines = text.splitlines()
+    assert lines[0] == "Job ns/big: Pending"
+    assert lines[1] == "  Reason:   Unschedulable: cpu 64 > 8 in the cluster"
+    assert "PodGroup big-u1: Pending, minMember 2, minResources cpu=64" in lines
+    assert "  Unschedulable: cpu 64 > 8 in the cluster" in lines
+    assert "Queue q1: Open, capability cpu=100, allocated cpu=2" in lines
+    assert "Pods: 0 running, 2 not running" in lines
+    assert "  big-w-0: Pending - PodScheduled=Unschedulable: 0/2 nodes are available" in lines
+    assert "    event FailedScheduling: 0/2 nodes are available" in lines
+    assert "  big-w-1: Failed - main exit code 3 (Error)" in lines
+    assert lines[-1].startswith("To unblock: free or add capacity")
+
+
+def test_a_missing_queue_and_no_pod_group() -> None:
+    text = explain(WhyFacts(job("Pending", "QueueMissing", "queue q1 does not exist")))
+    assert "Queue q1: does not exist" in text.splitlines()
+    assert "PodGroup: none yet" in text.splitlines()
+    assert text.splitlines()[-1] == "To unblock: create the queue: vcjob queue create -n q1"
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (
+            {"state": {"phase": "Running", "reason": "MinAvailableRunning", "message": "m"}},
+            ("MinAvailableRunning", "m"),
+        ),
+        (job("Pending", "QueueClosed", "closed")["status"], ("QueueClosed", "closed")),
+        (job("Failed", "DeadlineExceeded", "too long")["status"], ("DeadlineExceeded", "too long")),
+    ],
+)
+def test_job_reason_prefers_the_typed_conditions(
+    status: dict[str, Any], expected: tuple[str, str]
+) -> None:
+    assert job_reason({"status": status}) == expected
+
+
+@pytest.mark.parametrize(
+    ("reason", "fragment"),
+    [
+        ("QueueClosed", "vcjob queue operate -n q1 -a open"),
+        ("MissingPVC", "create the PersistentVolumeClaim"),
+        ("ImagePullBackOff", "fix the image name"),
+        ("DeadlineExceeded", "activeDeadlineSeconds"),
+        ("BackoffLimitExceeded", "retries ran out"),
+        ("MinAvailableRunning", ""),
+    ],
+)
+def test_unblock_hints(reason: str, fragment: str) -> None:
+    hint = unblock_hint(reason, job("Pending"), "q1")
+    assert fragment in hint
+    assert bool(hint) is bool(fragment)
+
+
+def test_the_last_ended_attempt_is_shown() -> None:
+    attempts = [
+        {"index": 0, "endTime": "t1", "cause": "Infrastructure", "reason": "RestartJob because x"},
+        {
+            "index": 1,
+            "endTime": "t2",
+            "reason": "PodFailed",
+            "failedPods": [{"name": "big-w-0", "exitCode": 3}, {"name": "big-w-1"}],
+        },
+        {"index": 2, "startTime": "t3"},
+    ]
+    text = explain(WhyFacts(job("Running", attempts=attempts), queue=QUEUE))
+    assert (
+        "  Attempt 1 ended t2: PodFailed; failed pods: big-w-0 (exit code 3), big-w-1"
+        in text.splitlines()
+    )

@@ -1,0 +1,194 @@
+"""`vcjob job why NAME`: one screen from the Job to its PodGroup, its Queue, the pods that are
+not running and why, and what would unblock it. Pure: the command fetches, this renders."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from shared import conditions
+
+WireObject = dict[str, Any]
+# How many pods and events per pod are shown: one screen.
+MAX_PODS: Final = 8
+EVENTS_PER_OBJECT: Final = 2
+
+
+@dataclass(frozen=True)
+class WhyFacts:
+    job: WireObject
+    pod_group: WireObject | None = None
+    # The job's Queue; None when it does not exist.
+    queue: WireObject | None = None
+    pods: Sequence[WireObject] = ()
+    events: Sequence[WireObject] = field(default_factory=list)
+
+
+def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _name(obj: Mapping[str, Any] | None) -> str:
+    return str(_get(obj, "metadata", "name") or "")
+
+
+def _resources(value: Any) -> str:
+    if not isinstance(value, Mapping) or not value:
+        return "-"
+    return ",".join(f"{k}={v}" for k, v in sorted(value.items()))
+
+
+def job_reason(job: Mapping[str, Any]) -> tuple[str, str]:
+    """(reason, message): the controller's `status.reason` with its condition, else Volcano's
+    state."""
+    status = job.get("status") or {}
+    typed = status.get("typedConditions") or []
+    for type_ in (conditions.FAILED, conditions.BLOCKED):
+        found = conditions.find_condition(typed, type_)
+        if found is not None and found.get("status") == "True":
+            return str(found.get("reason") or type_), str(found.get("message") or "")
+    state = status.get("state") or {}
+    return str(state.get("reason") or ""), str(state.get("message") or "")
+
+
+def unblock_hint(reason: str, job: Mapping[str, Any], queue_name: str) -> str:
+    namespace = _get(job, "metadata", "namespace") or "default"
+    hints = {
+        "QueueClosed": f"open the queue: vcjob queue operate -n {queue_name} -a open",
+        "QueueMissing": f"create the queue: vcjob queue create -n {queue_name}",
+        "MissingPVC": f"create the PersistentVolumeClaim named above in namespace {namespace}",
+        "Unschedulable": "free or add capacity (nodes, the queue's capability), or ask for less "
+        "(requests, replicas, minAvailable)",
+        "ImagePullBackOff": "fix the image name, or the registry and its pull secret",
+        "DeadlineExceeded": "the job ran past spec.activeDeadlineSeconds: create it again with "
+        "a longer deadline",
+        "BackoffLimitExceeded": "the retries ran out: read the failed pods' logs and exit codes "
+        "above, fix the cause and create the job again",
+        "MaxRetryExceeded": "the retries ran out: read the failed pods' logs and exit codes "
+        "above, fix the cause and create the job again",
+        "InfrastructureRetriesExceeded": "the infrastructure restarted the job more often than "
+        "spec.retryPolicy.infrastructureRetries allows: check the nodes, then create it again",
+    }
+    return hints.get(reason, "")
+
+
+def _events_of(events: Sequence[WireObject], kind: str, name: str) -> list[WireObject]:
+    mine = [
+        e
+        for e in events
+        if _get(e, "involvedObject", "kind") == kind and _get(e, "involvedObject", "name") == name
+    ]
+    mine.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    return mine[-EVENTS_PER_OBJECT:]
+
+
+def _pod_problem(pod: Mapping[str, Any]) -> str:
+    status = pod.get("status") or {}
+    parts: list[str] = []
+    if status.get("reason"):
+        parts.append(str(status["reason"]))
+    for cond in status.get("conditions") or []:
+        if cond.get("status") == "False" and cond.get("reason"):
+            parts.append(
+                f"{cond.get('type')}={cond['reason']}: {cond.get('message') or ''}".strip()
+            )
+    for container in status.get("containerStatuses") or []:
+        state = container.get("state") or {}
+        if waiting := state.get("waiting"):
+            parts.append(f"{container.get('name')} waiting: {waiting.get('reason', '')}")
+        if (terminated := state.get("terminated")) and terminated.get("exitCode"):
+            parts.append(
+                f"{container.get('name')} exit code {terminated['exitCode']}"
+                + (f" ({terminated['reason']})" if terminated.get("reason") else "")
+            )
+    return "; ".join(parts)
+
+
+def explain(facts: WhyFacts) -> str:
+    job = facts.job
+    meta = job.get("metadata") or {}
+    spec = job.get("spec") or {}
+    status = job.get("status") or {}
+    phase = _get(status, "state", "phase") or "Unknown"
+    reason, message = job_reason(job)
+    queue_name = str(spec.get("queue") or "default")
+    out: list[str] = [f"Job {meta.get('namespace')}/{meta.get('name')}: {phase}"]
+    if reason:
+        out.append(f"  Reason:   {reason}" + (f": {message}" if message else ""))
+    counts = status.get("restartCounts") or {}
+    out.append(
+        f"  Restarts: retryCount {status.get('retryCount', 0)} of maxRetry "
+        f"{spec.get('maxRetry', 3)}; by cause: application {counts.get('application', 0)}, "
+        f"infrastructure {counts.get('infrastructure', 0)}, operator {counts.get('operator', 0)}"
+    )
+    if spec.get("activeDeadlineSeconds"):
+        out.append(
+            f"  Deadline: activeDeadlineSeconds {spec['activeDeadlineSeconds']}, running since "
+            f"{status.get('startTime') or '-'} ({status.get('suspendedSeconds') or 0}s suspended)"
+        )
+    history = status.get("attempts") or []
+    ended = [a for a in history if a.get("endTime")]
+    if ended:
+        last = ended[-1]
+        failed = ", ".join(
+            str(f.get("name"))
+            + (f" (exit code {f['exitCode']})" if f.get("exitCode") is not None else "")
+            for f in last.get("failedPods") or []
+        )
+        out.append(
+            f"  Attempt {last.get('index')} ended {last.get('endTime')}"
+            + (f" ({last['cause']})" if last.get("cause") else "")
+            + f": {last.get('reason') or '-'}"
+            + (f"; failed pods: {failed}" if failed else "")
+        )
+    pg = facts.pod_group
+    if pg is None:
+        out.append("PodGroup: none yet")
+    else:
+        out.append(
+            f"PodGroup {_name(pg)}: {_get(pg, 'status', 'phase') or 'Pending'}, minMember "
+            f"{_get(pg, 'spec', 'minMember')}, minResources "
+            f"{_resources(_get(pg, 'spec', 'minResources'))}"
+        )
+        for cond in _get(pg, "status", "conditions") or []:
+            if cond.get("status") == "True" and cond.get("type") == "Unschedulable":
+                out.append(f"  {cond.get('type')}: {cond.get('message') or cond.get('reason')}")
+    queue = facts.queue
+    if queue is None:
+        out.append(f"Queue {queue_name}: does not exist")
+    else:
+        qs = queue.get("status") or {}
+        out.append(
+            f"Queue {queue_name}: {qs.get('state') or 'Open'}, capability "
+            f"{_resources(_get(queue, 'spec', 'capability'))}, allocated "
+            f"{_resources(qs.get('allocated'))}"
+        )
+    stuck = [p for p in facts.pods if _get(p, "status", "phase") != "Running"]
+    running = len(facts.pods) - len(stuck)
+    out.append(f"Pods: {running} running, {len(stuck)} not running")
+    for pod in sorted(stuck, key=_name)[:MAX_PODS]:
+        problem = _pod_problem(pod)
+        out.append(
+            f"  {_name(pod)}: {_get(pod, 'status', 'phase') or 'Pending'}"
+            + (f" - {problem}" if problem else "")
+        )
+        for event in _events_of(facts.events, "Pod", _name(pod)):
+            out.append(f"    event {event.get('reason')}: {event.get('message')}")
+    if len(stuck) > MAX_PODS:
+        out.append(f"  ... and {len(stuck) - MAX_PODS} more")
+    job_events = _events_of(facts.events, "Job", str(meta.get("name")))
+    if pg is not None:
+        job_events += _events_of(facts.events, "PodGroup", _name(pg))
+    for event in job_events:
+        out.append(f"Event {event.get('reason')}: {event.get('message')}")
+    hint = unblock_hint(reason, job, queue_name)
+    if hint:
+        out.append(f"To unblock: {hint}")
+    elif phase in ("Pending",):
+        out.append("To unblock: nothing found blocking the job; it waits for the scheduler")
+    return "\n".join(out)
