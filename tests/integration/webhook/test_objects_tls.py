@@ -117,8 +117,9 @@ def test_a_regular_queue_may_be_deleted_once_closed(webhook: WebhookProcess) -> 
     body = review(QUEUES, None, "DELETE", name="q", oldObject=open_queue)
     answer = post(webhook, labels.QUEUE_VALIDATE_PATH, body)
     assert answer["allowed"] is False
-    assert "only queue with state `Closed` can be deleted, queue `q` state is `Open`" in (
-        answer["status"]["message"]
+    assert (
+        "only queue with state `Closed` can be deleted, queue `q` state is `Open`"
+        in (answer["status"]["message"])
     )
     closed = {"metadata": {"name": "q"}, "status": {"state": "Closed"}}
     body = review(QUEUES, None, "DELETE", name="q", oldObject=closed)
