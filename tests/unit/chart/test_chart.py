@@ -3,7 +3,9 @@ guards, and the properties the install relies on (scoping, RBAC, security, certi
 
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
 import json
 import subprocess
 from typing import Any
@@ -907,3 +909,19 @@ def test_kueue_integration_is_off_by_default_and_grants_workloads_when_on() -> N
     assert verbs(role, "kueue.x-k8s.io", "workloads/status") == {"update"}
     assert verbs(role, "kueue.x-k8s.io", "resourceflavors") == {"list", "watch"}
     assert "enabled" in render_error("controller.kueue.enabled=maybe")
+
+
+def test_the_release_fits_in_a_helm_release_secret() -> None:
+    """Helm keeps every release in a Secret (1 MiB at most): the whole chart, its files as base64
+    inside JSON, and the rendered manifest, gzipped and base64-encoded. The CRDs are most of it;
+    this estimate of Helm's encoding keeps a margin below the limit."""
+    files = {str(p): p.read_bytes() for p in sorted(CHART.rglob("*")) if p.is_file()}
+    manifest = b"".join(data for name, data in files.items() if "/crds/" in name)
+    release = {
+        "chart": [
+            {"name": name, "data": base64.b64encode(data).decode()} for name, data in files.items()
+        ],
+        "manifest": manifest.decode(),
+    }
+    stored = base64.b64encode(gzip.compress(json.dumps(release).encode()))
+    assert len(stored) < 850 * 1024, f"the release would take {len(stored)} of 1048576 bytes"
