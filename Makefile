@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install tools cluster lint test test-fast unit demo bench crds kubeschema clean
+.PHONY: install tools cluster kueue lint test test-fast unit demo bench crds kubeschema clean
 
 $(STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
 	@echo "==> creating $(VENV) and installing vcjob, vcjob-localcluster and the dev tools (a few minutes on a fresh machine)"
@@ -29,6 +29,12 @@ cluster: $(STAMP)
 	@echo "==> the Kubernetes control plane in .tools/bin (built from controlplane/go.mod the first time)"
 	$(PY) -m localcluster.kubebin
 
+# Kueue's manager from controlplane/kueue/go.mod, for the Kueue end-to-end tests: built once into
+# .tools/bin (several minutes the first time; only cmd/kueue is built).
+kueue: $(STAMP)
+	@echo "==> Kueue's manager in .tools/bin (built from controlplane/kueue/go.mod the first time)"
+	$(PY) -m localcluster.kueuebin
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -40,7 +46,7 @@ lint: $(STAMP)
 # Two workers, each taking whole modules (a module's cluster is started once, in one worker): most
 # of the suite waits on clusters and processes, so two workers halve it even on two cores.
 TEST_WORKERS ?= 2
-test: install tools cluster lint
+test: install tools cluster kueue lint
 	rm -rf .test-tmp && mkdir -p .test-tmp
 	TMPDIR=$(CURDIR)/.test-tmp KUBECACHEDIR=$(CURDIR)/.test-tmp/kube-cache \
 		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=20 \

@@ -26,7 +26,7 @@ from typing import Any
 from controller.cache import Cache
 from controller.metrics import Metrics
 from controller.model import ObjectRef, Plan
-from kubeio.client import COMMANDS, JOBS, Kube, resource_for_kind
+from kubeio.client import COMMANDS, JOBS, WORKLOADS, Kube, resource_for_kind
 from kubeio.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -125,6 +125,8 @@ class Applier:
             )
             job.setdefault("kind", "Job")
             self._cache.store_written("Job", job)
+        if plan.workload_status is not None:
+            self._write_workload_status(plan.workload_status)
         if not written:
             if plan.status is not None:
                 job = self._write_status(job, plan.status)
@@ -275,6 +277,17 @@ class Applier:
                 result = self._kube.create(res, ns, obj)
             result.setdefault("kind", kind)
             self._cache.store_written(kind, result)
+
+    def _write_workload_status(self, workload: WireObject) -> None:
+        """Kueue's Workload status (Finished, or an eviction carried out), with the
+        resourceVersion it was read at: a 409 re-plans from the fresh copy the watch brings."""
+        namespace = str(_meta(workload).get("namespace"))
+        try:
+            written = self._kube.replace_status(WORKLOADS, namespace, workload)
+        except NotFoundError:
+            return
+        written.setdefault("kind", WORKLOADS.kind)
+        self._cache.store_written(WORKLOADS.kind, written)
 
     def _write_status(self, job: WireObject, status: WireObject, guard: bool = False) -> WireObject:
         """The status PUT with the cached resourceVersion. With `guard`, the write stands for

@@ -24,10 +24,15 @@ POD = "Pod"
 PODGROUP = "PodGroup"
 COMMAND = "Command"
 PRIORITY_CLASS = "PriorityClass"
+WORKLOAD = "Workload"
+RESOURCE_FLAVOR = "ResourceFlavor"
 CHILD_KINDS = frozenset(
     {"Service", "ConfigMap", "Secret", "NetworkPolicy", "PersistentVolumeClaim"}
 )
-KINDS = frozenset({JOB, POD, PODGROUP, COMMAND, PRIORITY_CLASS}) | CHILD_KINDS
+KINDS = (
+    frozenset({JOB, POD, PODGROUP, COMMAND, PRIORITY_CLASS, WORKLOAD, RESOURCE_FLAVOR})
+    | CHILD_KINDS
+)
 
 # Edges kept per job at most; a job that is never reconciled must not grow memory forever.
 MAX_EDGES_PER_JOB = 10_000
@@ -76,7 +81,7 @@ def job_key_of(kind: str, obj: WireObject) -> str | None:
         target = obj.get("target") or {}
         if target.get("kind") == JOB and target.get("name"):
             return f"{namespace}/{target['name']}"
-    if kind in (COMMAND, PODGROUP):
+    if kind in (COMMAND, PODGROUP, WORKLOAD):
         for ref in meta.get("ownerReferences") or []:
             if ref.get("kind") == JOB and ref.get("name"):
                 return f"{namespace}/{ref['name']}"
@@ -101,6 +106,7 @@ class JobView:
     pod_groups: list[WireObject] = field(default_factory=list)
     commands: list[WireObject] = field(default_factory=list)
     children: list[WireObject] = field(default_factory=list)
+    workloads: list[WireObject] = field(default_factory=list)
 
 
 class Cache:
@@ -214,6 +220,7 @@ class Cache:
                 (POD, view.pods),
                 (PODGROUP, view.pod_groups),
                 (COMMAND, view.commands),
+                (WORKLOAD, view.workloads),
             ):
                 store = self._objects[kind]
                 target.extend(store[k] for k in self._by_job[kind].get(job_key, ()))
@@ -231,6 +238,13 @@ class Cache:
             return {
                 str(obj["metadata"]["name"]): int(obj.get("value") or 0)
                 for obj in self._objects[PRIORITY_CLASS].values()
+            }
+
+    def resource_flavors(self) -> dict[str, WireObject]:
+        """Kueue's ResourceFlavors by name (shared objects: readers must not mutate them)."""
+        with self._lock:
+            return {
+                str(obj["metadata"]["name"]): obj for obj in self._objects[RESOURCE_FLAVOR].values()
             }
 
     def count(self, kind: str) -> int:

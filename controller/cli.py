@@ -132,6 +132,12 @@ DURATION = DurationParam()
     help="Log format: auto (text when stderr is a terminal, JSON lines otherwise), json or text.",
 )
 @click.option(
+    "--kueue/--no-kueue",
+    default=True,
+    help="Queue jobs labelled kueue.x-k8s.io/queue-name through Kueue's Workloads "
+    "(--no-kueue: the controller never reads Kueue's API).",
+)
+@click.option(
     "--elastic/--no-elastic",
     default=True,
     help="Run the elastic autoscaler loop on the leader; it acts only on jobs with elastic tasks.",
@@ -208,6 +214,7 @@ def controller_command(**options: Any) -> None:
         log_level=options["log_level"],
         log_format=stderr_log_format(options["log_format"]),
         elastic=options["elastic"],
+        kueue=options["kueue"],
         elastic_period=options["elastic_period"],
         elastic_dry_run=options["elastic_dry_run"],
         elastic_max_step=options["elastic_max_step"],

@@ -24,6 +24,13 @@ def _owned_by_other_job(obj: WireObject, job_uid: str) -> bool:
     return False
 
 
+def _controlled_by(obj: WireObject, job_uid: str) -> bool:
+    return any(
+        ref.get("kind") == "Job" and ref.get("uid") == job_uid and ref.get("controller")
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
+    )
+
+
 def referenced_pvc_names(job: WireObject) -> list[str]:
     volumes = (job.get("spec") or {}).get("volumes") or []
     return [str(v["volumeClaimName"]) for v in volumes if v.get("volumeClaimName")]
@@ -37,6 +44,7 @@ def build_observed(
     memory: dict[str, Any] | None = None,
     priority_values: dict[str, int] | None = None,
     looked_up_pvcs: dict[str, WireObject | None] | None = None,
+    resource_flavors: dict[str, WireObject] | None = None,
 ) -> Observed | None:
     """None when the job is not in the cache. `looked_up_pvcs` maps referenced PVC names that
     are not in the cache to what a direct read found (None: it does not exist)."""
@@ -65,6 +73,10 @@ def build_observed(
             children[("PersistentVolumeClaim", name)] = found
     live_uids = {_uid(p) for p in pods}
     pod_edges = [e for e in edges if _uid(e.pod) not in live_uids or not _uid(e.pod)]
+    workload = next(
+        (w for w in view.workloads if _controlled_by(w, job_uid)),
+        None,
+    )
     # Commands are handed over as they are: the planner checks the target UID itself.
     commands = list(view.commands)
     return Observed(
@@ -78,6 +90,8 @@ def build_observed(
         pod_edges=pod_edges,
         memory=memory,
         priority_values=dict(priority_values or {}),
+        workload=workload,
+        resource_flavors=dict(resource_flavors or {}),
     )
 
 

@@ -34,6 +34,7 @@ from controller import (
     deadline,
     dependson,
     gang,
+    kueue,
     partitions,
     podgroup,
     podview,
@@ -146,6 +147,10 @@ class _Planner:
         self.transitioned = False
         # A transition with effects was decided: this plan only writes it (and its events).
         self.decided = False
+        self.kueue = self._kueue_steps()
+        # Suspended for this plan: spec.suspend, or Kueue suspends the job in this very plan (a
+        # job Kueue unsuspends gets its pods in the next plan, once spec.suspend is false).
+        self.suspended = suspension.is_suspended(self.raw_job) or self.kueue.set_suspend is True
 
     # ------------------------------------------------------------------ helpers
 
@@ -330,7 +335,9 @@ class _Planner:
         elif not (self._deadline_passed() or self._unrecoverable()):
             # Neither failed the job: commands and policies decide.
             decisions = self._commands()
-            if self.phase in state.ACTIVE or self.phase == JobPhase.RESTARTING:
+            if (self.phase in state.ACTIVE and not self.suspended) or (
+                self.phase == JobPhase.RESTARTING
+            ):
                 decisions += self._policy_decisions()
             else:
                 self.timers = {}
@@ -344,8 +351,63 @@ class _Planner:
             self._sync_phase()
             if self.phase in state.TERMINAL and not self.transitioned:
                 self._finish()
+            self._apply_kueue()
         self._finalize()
         return self.plan
+
+    # ------------------------------------------------------------------ suspension and Kueue
+
+    def _kueue_steps(self) -> kueue.KueueSteps:
+        if not self.settings.kueue:
+            return kueue.KueueSteps()
+        finished: bool | None = None
+        if self.initial_phase == JobPhase.COMPLETED:
+            finished = True
+        elif self.initial_phase in (JobPhase.FAILED, JobPhase.TERMINATED):
+            finished = False
+        return kueue.plan_kueue(
+            self.raw_job,
+            self.observed.workload,
+            self.observed.resource_flavors,
+            priority_values=self.observed.priority_values,
+            finished=finished,
+            finish_message=f"the job is {self.phase.value}: {self.message or ''}".rstrip(": "),
+            pods_gone=all(podview.is_finished(p) and not podview.is_deleting(p) for p in self.pods),
+            now=status_mod.rfc3339(self.now),
+        )
+
+    def _apply_kueue(self) -> None:
+        steps = self.kueue
+        if steps.create_workload is not None:
+            self.plan.create.insert(0, steps.create_workload)
+        if steps.set_suspend is not None:
+            patch = self.plan.job_spec_patch or {}
+            patch.setdefault("spec", {})["suspend"] = steps.set_suspend
+            self.plan.job_spec_patch = patch
+            # Our own write's echo does not wake the job: look again at once.
+            self.requeue.append(FOLLOW_UP)
+        self.plan.workload_status = steps.workload_status
+
+    def _suspended_message(self) -> str:
+        return (
+            self.kueue.waiting_message
+            or "the job is suspended (spec.suspend is true): it has no pods until it is resumed"
+        )
+
+    def _sync_suspended(self) -> None:
+        """No pods while suspended: the unfinished ones are deleted (finished pods, the retry
+        count and the version stay), the PodGroup too (the gang is admitted afresh on resume);
+        the job waits in Pending with reason Suspended."""
+        self._kill_unfinished()
+        self._delete_pod_group()
+        self.timers = {}
+        message = self._suspended_message()
+        if (self.phase, self.reason, self.message) != (
+            JobPhase.PENDING,
+            suspension.STATE_REASON,
+            message,
+        ):
+            self._set_phase(JobPhase.PENDING, suspension.STATE_REASON, message)
 
     def _deadline_passed(self) -> bool:
         """`spec.activeDeadlineSeconds` passed while the job ran: it fails (its unfinished pods
@@ -353,7 +415,7 @@ class _Planner:
         limit = self.job.spec.active_deadline_seconds
         if limit is None or self.phase not in DEADLINE_PHASES:
             return False  # finishing (Completing, Terminating) or finished: too late to fail
-        suspended = suspension.is_suspended(self.job, self.phase)
+        suspended = suspension.clock_paused(self.job, self.phase)
         due = deadline.check(limit, self.clock, suspended=suspended, now=self.now)
         if due.remaining is not None:
             self.requeue.append(due.remaining)
@@ -706,7 +768,9 @@ class _Planner:
         self._kill(p for p in self.pods if podview.is_out_of_sync(p))
         if self.phase == JobPhase.RESTARTING and self._sync_restarting():
             return  # Pending or Failed is written before anything is created
-        if self.phase in state.ACTIVE:
+        if self.phase in state.ACTIVE and self.suspended:
+            self._sync_suspended()
+        elif self.phase in state.ACTIVE:
             self._sync_active()
         elif self.phase in state.DRAINING:
             self._sync_draining()
@@ -790,6 +854,12 @@ class _Planner:
             self._set_phase(final, self.reason or final.value, self.message or final.value)
 
     def _sync_active(self) -> None:
+        if self.reason == suspension.STATE_REASON and self.phase == JobPhase.PENDING:
+            self._set_phase(
+                JobPhase.PENDING,
+                "Resumed",
+                "spec.suspend is false: the pods of the same attempt are created again",
+            )
         vplan = volumes.plan_volumes(
             self.job,
             list(self.raw_job.get("spec", {}).get("volumes") or []),
@@ -861,10 +931,17 @@ class _Planner:
             if not dependson.can_create(self.job, task, live_by_task):
                 continue
             done = self.recorded_succeeded.get(task_name, set())
+            override = self.kueue.overrides.get(task_name)
+            replicas = task.replica_count
+            if override is not None and override.count is not None:
+                replicas = min(replicas, override.count)
             for i in scaling.missing_indexes(
-                self.job.name, task_name, task.replica_count, self.all_pods_by_name.keys(), done
+                self.job.name, task_name, replicas, self.all_pods_by_name.keys(), done
             ):
-                self.created.append(build_pod(ctx, task, i))
+                pod = build_pod(ctx, task, i)
+                self.created.append(
+                    pod if override is None else kueue.apply_override(pod, override)
+                )
         if self.created:
             self.plan.create.extend(self.created)
             self.plan.guard_uid = self.job.uid
@@ -1021,7 +1098,7 @@ class _Planner:
         self.clock = deadline.advance(
             self.clock,
             running=self.phase == JobPhase.RUNNING,
-            suspended=suspension.is_suspended(self.job, self.phase),
+            suspended=suspension.clock_paused(self.job, self.phase),
             now=self.now,
         )
         if not self.attempts:
@@ -1043,6 +1120,15 @@ class _Planner:
             generation=int(podview.metadata(self.raw_job).get("generation") or 0),
         )
         typed = typedconditions.merged(self.old_status.get("typedConditions") or [], facts, when)
+        typed = suspension.suspended_conditions(
+            typed,
+            suspended=self.suspended and self.phase not in state.TERMINAL,
+            message=self._suspended_message()
+            if self.suspended
+            else "spec.suspend is false: the job runs",
+            now=when,
+            generation=podview.metadata(self.raw_job).get("generation"),
+        )
         fields: dict[str, Any] = {
             **self.clock.to_status(),
             "restartCounts": {

@@ -29,6 +29,7 @@ from controller.plugins.ssh import needs_generated_key
 from controller.server import HttpEndpoints
 from controller.settings import Settings
 from controller.sshkeys import generate_key_pair
+from controller.suspension import managed_by_other
 from kubeio.client import (
     COMMANDS,
     CONFIGMAPS,
@@ -39,7 +40,9 @@ from kubeio.client import (
     PRIORITY_CLASSES,
     PVCS,
     QUEUES,
+    RESOURCE_FLAVORS,
     SERVICES,
+    WORKLOADS,
     ApiClient,
     Kube,
     WireObject,
@@ -73,6 +76,9 @@ WATCHES = (
     WatchSpec(PVCS, JOB_NAME_KEY),
     WatchSpec(PRIORITY_CLASSES),
 )
+# Kueue's objects (settings.kueue): a cluster without Kueue does not serve them and the watches
+# idle, looking again now and then.
+KUEUE_WATCHES = (WatchSpec(WORKLOADS), WatchSpec(RESOURCE_FLAVORS))
 
 
 class _JobPhaseStore:
@@ -182,7 +188,7 @@ class Controller:
                 self._enqueue_all,
                 self._watch_stop,
             )
-            for spec in WATCHES
+            for spec in (*WATCHES, *(KUEUE_WATCHES if settings.kueue else ()))
         ]
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
@@ -411,6 +417,10 @@ class Controller:
         (then the job is reconciled again at once: our own watch echoes do not trigger it)."""
         view = self.cache.view(key)
         job = view.job
+        if job is not None and managed_by_other(job):
+            # spec.managedBy names another controller: its status and children are not ours.
+            self.cache.take_edges(key)
+            return None, False
         if job is None or job["metadata"].get("deletionTimestamp"):
             # Deleted: the garbage collector removes the children through ownerReferences.
             with self._memory_lock:
@@ -438,6 +448,7 @@ class Controller:
                 memory=memory,
                 priority_values=self.cache.priority_values(),
                 looked_up_pvcs=looked_up,
+                resource_flavors=self.cache.resource_flavors(),
             )
             if observed is None:
                 return None, False

@@ -48,6 +48,9 @@ class Settings:
     elastic_min_growth: float = 0.0
     elastic_resize_cooldown: float = 0.0
     gpu_resource: str = "nvidia.com/gpu"
+    # Watch Kueue's Workloads and ResourceFlavors (a cluster without Kueue serves neither: the
+    # watches then idle) and honour the contract of docs/kueue.md.
+    kueue: bool = True
     # Volcano's `--controllers` gates (see controller.gates).
     controllers: tuple[str, ...] = ("*",)
     inherit_owner_annotations: bool = True
@@ -57,4 +60,5 @@ class Settings:
             gang_schedulers=self.gang_schedulers,
             disable_network_policy=self.disable_network_policy,
             ssh_key_type=self.ssh_key_type,
+            kueue=self.kueue,
         )

@@ -83,6 +83,10 @@ PRIORITY_CLASSES = Resource(
 )
 QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
+RESOURCE_FLAVORS = Resource(
+    "kueue.x-k8s.io", "v1beta2", "resourceflavors", "ResourceFlavor", namespaced=False
+)
 
 _BY_KIND = {
     r.kind: r
@@ -99,6 +103,8 @@ _BY_KIND = {
         NETWORK_POLICIES,
         PRIORITY_CLASSES,
         LEASES,
+        WORKLOADS,
+        RESOURCE_FLAVORS,
     )
 }
 

@@ -82,6 +82,12 @@ def local_group() -> None:
 )
 @click.option("--no-controller", is_flag=True, help="Do not start the vcjob controller.")
 @click.option(
+    "--kueue",
+    is_flag=True,
+    help="Also install Kueue's CRDs and run its manager (built by `make kueue`), with vcjob's "
+    "Job among its external frameworks (docs/kueue.md).",
+)
+@click.option(
     "--no-webhook",
     is_flag=True,
     help="Do not start the admission webhook (and remove its configurations).",
@@ -193,6 +199,7 @@ def up_command(
     directory: Path,
     no_simulator: bool,
     no_controller: bool,
+    kueue: bool,
     no_webhook: bool,
     nodes: int,
     node_cpu: str,
@@ -222,6 +229,7 @@ def up_command(
         port=port,
         simulator=not no_simulator,
         controller=not (no_controller or bare),
+        kueue=kueue and not bare,
         webhook=not (no_webhook or bare),
         nodes=nodes,
         node_shape=NodeShape(cpu=node_cpu, memory=node_memory, gpu=node_gpu),

@@ -166,12 +166,16 @@ def build(components: Iterable[Component], echo: Callable[[str], None]) -> None:
 
 
 def _run_with_progress(
-    argv: list[str], env: Mapping[str, str], echo: Callable[[str], None], what: str
+    argv: list[str],
+    env: Mapping[str, str],
+    echo: Callable[[str], None],
+    what: str,
+    cwd: Path = GO_MODULE_DIR,
 ) -> None:
     """Run `go build -v`, which names each package it compiles: show a count now and then."""
     process = subprocess.Popen(
         argv,
-        cwd=GO_MODULE_DIR,
+        cwd=cwd,
         env=dict(env),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -35,7 +35,7 @@ import httpx
 import yaml
 
 from kubeio.signals import install_stop_signals
-from localcluster import controlplane, kubebin
+from localcluster import controlplane, kubebin, kueue, kueuebin
 from localcluster.simulator import nodes as simulated_nodes
 from localcluster.simulator.client import (
     CRDS,
@@ -43,6 +43,7 @@ from localcluster.simulator.client import (
     NAMESPACES,
     NODES,
     QUEUES,
+    SECRETS,
     VALIDATING_WEBHOOKS,
     ApiError,
     KubeClient,
@@ -55,8 +56,24 @@ from shared.labels import (
     CRONJOB_VALIDATE_PATH,
     CRONJOB_VALIDATING_WEBHOOK_NAME,
     DEFAULT_QUEUE,
+    HYPERNODE_VALIDATE_PATH,
+    HYPERNODE_VALIDATING_WEBHOOK_NAME,
     MUTATE_PATH,
     MUTATING_WEBHOOK_NAME,
+    POD_VALIDATE_PATH,
+    POD_VALIDATING_WEBHOOK_NAME,
+    PODGROUP_MUTATE_PATH,
+    PODGROUP_MUTATING_WEBHOOK_NAME,
+    PODGROUP_VALIDATE_PATH,
+    PODGROUP_VALIDATING_WEBHOOK_NAME,
+    QUEUE_MUTATE_PATH,
+    QUEUE_MUTATING_WEBHOOK_NAME,
+    QUEUE_VALIDATE_PATH,
+    QUEUE_VALIDATING_WEBHOOK_NAME,
+    SCHEDULING_GROUP,
+    SCHEDULING_VERSION,
+    TOPOLOGY_GROUP,
+    TOPOLOGY_VERSION,
     VALIDATE_PATH,
     VALIDATING_WEBHOOK_NAME,
 )
@@ -129,6 +146,8 @@ class UpOptions:
     port: int = 6443
     simulator: bool = True
     controller: bool = True
+    # Kueue's CRDs and manager, started before the controller (localcluster.kueue).
+    kueue: bool = False
     webhook: bool = True
     nodes: int = 3
     node_shape: simulated_nodes.NodeShape = field(default_factory=simulated_nodes.NodeShape)
@@ -175,32 +194,85 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
     ca_bundle = base64.b64encode(ca_pem).decode()
     labels = {"app.kubernetes.io/name": "vcjob", "app.kubernetes.io/component": "webhook"}
 
-    def hook(name: str, path: str, operations: list[str], resource: str = "jobs") -> dict[str, Any]:
+    def hook(
+        name: str,
+        path: str,
+        operations: list[str],
+        resource: str = "jobs",
+        group: str = "batch.volcano.sh",
+        version: str = "v1alpha1",
+        scope: str = "Namespaced",
+        failure_policy: str = "Fail",
+    ) -> dict[str, Any]:
         return {
             "name": name,
             "admissionReviewVersions": ["v1"],
             "sideEffects": "None",
-            "failurePolicy": "Fail",
+            "failurePolicy": failure_policy,
             "matchPolicy": "Equivalent",
             "timeoutSeconds": 5,
             "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle},
             "rules": [
                 {
-                    "apiGroups": ["batch.volcano.sh"],
-                    "apiVersions": ["v1alpha1"],
+                    "apiGroups": [group],
+                    "apiVersions": [version],
                     "operations": operations,
                     "resources": [resource],
-                    "scope": "Namespaced",
+                    "scope": scope,
                 }
             ],
             "namespaceSelector": {},
             "objectSelector": {},
         }
 
-    def flow_hook(name: str, path: str, resource: str) -> dict[str, Any]:
-        webhook = hook(name, path, ["CREATE", "UPDATE"], resource)
-        webhook["rules"][0]["apiGroups"] = [FLOW_GROUP]
-        return webhook
+    scheduling = {"group": SCHEDULING_GROUP, "version": SCHEDULING_VERSION}
+    topology = {"group": TOPOLOGY_GROUP, "version": TOPOLOGY_VERSION, "scope": "Cluster"}
+    queues = {**scheduling, "resource": "queues", "scope": "Cluster"}
+    podgroups = {**scheduling, "resource": "podgroups"}
+    extra_mutating = [
+        hook(QUEUE_MUTATING_WEBHOOK_NAME, QUEUE_MUTATE_PATH, ["CREATE"], **queues),
+        hook(PODGROUP_MUTATING_WEBHOOK_NAME, PODGROUP_MUTATE_PATH, ["CREATE"], **podgroups),
+    ]
+    extra_validating = [
+        hook(
+            QUEUE_VALIDATING_WEBHOOK_NAME,
+            QUEUE_VALIDATE_PATH,
+            ["CREATE", "UPDATE", "DELETE"],
+            **queues,
+        ),
+        hook(PODGROUP_VALIDATING_WEBHOOK_NAME, PODGROUP_VALIDATE_PATH, ["CREATE"], **podgroups),
+        # Every pod of the cluster passes here: a webhook that is down must not stop them.
+        hook(
+            POD_VALIDATING_WEBHOOK_NAME,
+            POD_VALIDATE_PATH,
+            ["CREATE"],
+            resource="pods",
+            group="",
+            version="v1",
+            failure_policy="Ignore",
+        ),
+        hook(
+            HYPERNODE_VALIDATING_WEBHOOK_NAME,
+            HYPERNODE_VALIDATE_PATH,
+            ["CREATE", "UPDATE"],
+            resource="hypernodes",
+            **topology,
+        ),
+        hook(
+            JOBFLOW_VALIDATING_WEBHOOK_NAME,
+            JOBFLOW_VALIDATE_PATH,
+            ["CREATE", "UPDATE"],
+            resource="jobflows",
+            group=FLOW_GROUP,
+        ),
+        hook(
+            JOBTEMPLATE_VALIDATING_WEBHOOK_NAME,
+            JOBTEMPLATE_VALIDATE_PATH,
+            ["CREATE", "UPDATE"],
+            resource="jobtemplates",
+            group=FLOW_GROUP,
+        ),
+    ]
 
     mutating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -212,6 +284,7 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
                 **hook(CRONJOB_MUTATING_WEBHOOK_NAME, CRONJOB_MUTATE_PATH, ["CREATE"], "cronjobs"),
                 "reinvocationPolicy": "Never",
             },
+            *({**h, "reinvocationPolicy": "Never"} for h in extra_mutating),
         ],
     }
     validating = {
@@ -226,10 +299,7 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
                 ["CREATE", "UPDATE"],
                 "cronjobs",
             ),
-            flow_hook(JOBFLOW_VALIDATING_WEBHOOK_NAME, JOBFLOW_VALIDATE_PATH, "jobflows"),
-            flow_hook(
-                JOBTEMPLATE_VALIDATING_WEBHOOK_NAME, JOBTEMPLATE_VALIDATE_PATH, "jobtemplates"
-            ),
+            *extra_validating,
         ],
     }
     return mutating, validating
@@ -448,6 +518,8 @@ class LocalControlPlane:
             self._start_webhook(client)
         elif not options.bare:
             self._remove_webhook_configurations(client)
+        if options.kueue:
+            self._start_kueue(client)
         if options.controller and not options.bare:
             self._start_controller()
         if options.simulator:
@@ -819,6 +891,46 @@ class LocalControlPlane:
             if readiness is not Readiness.PORT_TAKEN:
                 return
         raise StartupError(f"the controller found no free port in {PORT_ATTEMPTS} attempts")
+
+    def _start_kueue(self, client: KubeClient) -> None:
+        for resource, obj in (
+            (NAMESPACES, namespace(kueue.NAMESPACE)),
+            (SECRETS, kueue.webhook_secret()),
+        ):
+            try:
+                client.create(resource, obj, obj["metadata"].get("namespace"))
+            except ApiError as err:
+                if not err.already_exists:
+                    raise
+        binary = kueuebin.require()
+        folder = self.options.dir / "kueue"
+        for _ in range(PORT_ATTEMPTS):
+            health_port, webhook_port = free_port(), free_port()
+            crds = kueue.crds(webhook_port)
+            for crd in crds:
+                client.apply(CRDS, crd)
+            self._wait_for_discovery(client, crds)
+            config = kueue.prepare(folder, health_port=health_port, webhook_port=webhook_port)
+            argv = kueue.manager_argv(binary, self._components_kubeconfig, config)
+            child = self._spawn("kueue", argv, restart=True, extra={"health_port": health_port})
+            self._mount_kueue_certificate(client, child, kueue.cert_dir_of(folder))
+            if self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz") is not (
+                Readiness.PORT_TAKEN
+            ):
+                return
+        raise StartupError(f"Kueue found no free port in {PORT_ATTEMPTS} attempts")
+
+    def _mount_kueue_certificate(self, client: KubeClient, child: Child, cert_dir: Path) -> None:
+        """Kueue issues its webhook certificate into a Secret and waits for the file (a Secret
+        volume in a real cluster): copy it over once it is there."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not kueue.mount_certificate(
+            client.get(SECRETS, kueue.WEBHOOK_SECRET, kueue.NAMESPACE), cert_dir
+        ):
+            if child.exited() is not None or time.monotonic() > deadline:
+                return  # _wait_ready reports it, with Kueue's log
+            if self.stop.wait(0.2):
+                raise StartupError("interrupted while starting")
 
     def _start_simulator(self) -> None:
         options = self.options

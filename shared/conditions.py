@@ -7,7 +7,7 @@ only the entries of the types it produces and keeps every other entry as it is.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, TypedDict
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 
@@ -27,7 +27,7 @@ class Condition(TypedDict):
     reason: str
     message: str
     lastTransitionTime: str
-    observedGeneration: int
+    observedGeneration: NotRequired[int]
 
 
 def set_condition(conditions: Sequence[Mapping[str, Any]], new: Condition) -> list[dict[str, Any]]:

@@ -36,6 +36,12 @@ from shared.models.flow import (
     JobTemplate,
 )
 from shared.models.job import KUBERNETES_SCHEMA
+from shared.models.topology import (
+    HYPERNODE_KIND,
+    TOPOLOGY_GROUP,
+    TOPOLOGY_VERSION,
+    HyperNode,
+)
 
 PRESERVE_KEY: Final = "x-kubernetes-preserve-unknown-fields"
 
@@ -59,6 +65,7 @@ _KEPT: Final = (
     "required",
     "nullable",
     PRESERVE_KEY,
+    "x-kubernetes-validations",
 )
 _TOP_LEVEL: Final = ("apiVersion", "kind", "metadata", "spec", "status")
 
@@ -118,6 +125,9 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
                 ".status.reason",
                 "string",
                 description="Why a Pending job is blocked, or why a job failed",
+            ),
+            _column(
+                "SUSPENDED", ".spec.suspend", "boolean", description="spec.suspend", priority=1
             ),
         ),
     ),
@@ -217,6 +227,23 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
         scope="Namespaced",
         short_names=("jt",),
         status_subresource=True,
+    ),
+    # Volcano's network topology (its scheduler reads it; vcjob's webhook checks its members).
+    CRDInfo(
+        model=HyperNode,
+        group=TOPOLOGY_GROUP,
+        version=TOPOLOGY_VERSION,
+        kind=HYPERNODE_KIND,
+        plural="hypernodes",
+        scope="Cluster",
+        short_names=("hn",),
+        status_subresource=True,
+        printer_columns=(
+            _column("TIER", ".spec.tier", "string"),
+            _column("TIERNAME", ".spec.tierName", "string"),
+            _column("NODECOUNT", ".status.nodeCount", "integer"),
+            _AGE,
+        ),
     ),
 )
 
@@ -409,7 +436,7 @@ def build_crd(info: CRDInfo) -> dict[str, Any]:
 
 
 def build_crds() -> list[dict[str, Any]]:
-    """Job, Command, PodGroup, Queue, CronJob, JobFlow and JobTemplate, in that order."""
+    """Job, Command, PodGroup, Queue, CronJob, JobFlow, JobTemplate and HyperNode, in that order."""
     return [build_crd(info) for info in CRDS]
 
 

@@ -94,8 +94,8 @@ class FieldError:
         return [cls.invalid(path, value, problem) for problem in problems]
 
     @classmethod
-    def duplicate(cls, path: Path, value: Any) -> FieldError:
-        return cls(ErrorType.DUPLICATE, str(path), "", value, True)
+    def duplicate(cls, path: Path, value: Any, detail: str = "") -> FieldError:
+        return cls(ErrorType.DUPLICATE, str(path), detail, value, True)
 
     @classmethod
     def not_supported(cls, path: Path, value: Any, supported: Iterable[str]) -> FieldError:

@@ -93,6 +93,15 @@ def resource_list_schema() -> Schema:
     return {"type": "object", "additionalProperties": quantity_schema()}
 
 
+def first_sentence(description: str) -> str:
+    """A Kubernetes description cut to its first sentence: the pod template is embedded in four
+    CRDs, and with every paragraph of its descriptions the chart's release outgrew what a Helm
+    release Secret may hold (1 MiB); `kubectl explain` still says what each field is."""
+    text = " ".join(description.split())
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
 def _plain_type(raw: Any) -> str | None:
     kinds = [raw] if isinstance(raw, str) else [k for k in raw or [] if k != "null"]
     return kinds[0] if len(kinds) == 1 else None
@@ -108,7 +117,7 @@ def _structural(node: Schema, stack: tuple[str, ...]) -> Schema:
         # The field's own description says more than its type's (`resources` vs
         # ResourceRequirements).
         if isinstance(node.get("description"), str):
-            inlined["description"] = node["description"]
+            inlined["description"] = first_sentence(node["description"])
         return inlined
     out: Schema = {}
     kind = _plain_type(node.get("type"))
@@ -117,6 +126,8 @@ def _structural(node: Schema, stack: tuple[str, ...]) -> Schema:
     for key in _KEPT:
         if key in node:
             out[key] = copy.deepcopy(node[key])
+    if isinstance(out.get("description"), str):
+        out["description"] = first_sentence(out["description"])
     properties = node.get("properties")
     if isinstance(properties, dict):
         out["properties"] = {k: _structural(v, stack) for k, v in sorted(properties.items())}

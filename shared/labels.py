@@ -34,6 +34,10 @@ OUT_OF_SYNC_KEY: Final = "volcano.sh/controller-out-of-sync"
 ATTEMPT_KEY: Final = "batch.vcjob.io/attempt"
 ATTEMPT_ENV: Final = "VCJOB_ATTEMPT"
 
+# Kueue: the LocalQueue a job is submitted to, and the value of spec.managedBy that is vcjob's own.
+KUEUE_QUEUE_NAME_KEY: Final = "kueue.x-k8s.io/queue-name"
+MANAGED_BY_VCJOB: Final = "batch.volcano.sh/job-controller"
+
 DEFAULT_QUEUE: Final = "default"
 DEFAULT_SCHEDULER: Final = "volcano"
 DEFAULT_MAX_RETRY: Final = 3
@@ -52,6 +56,22 @@ CRONJOB_MUTATE_PATH: Final = "/mutate-batch-volcano-sh-v1alpha1-cronjob"
 CRONJOB_VALIDATE_PATH: Final = "/validate-batch-volcano-sh-v1alpha1-cronjob"
 CRONJOB_MUTATING_WEBHOOK_NAME: Final = "mutatecronjob.vcjob.volcano.sh"
 CRONJOB_VALIDATING_WEBHOOK_NAME: Final = "validatecronjob.vcjob.volcano.sh"
+
+# Volcano's other objects, at the paths of Volcano's webhook manager.
+TOPOLOGY_GROUP: Final = "topology.volcano.sh"
+TOPOLOGY_VERSION: Final = "v1alpha1"
+QUEUE_MUTATE_PATH: Final = "/queues/mutate"
+QUEUE_VALIDATE_PATH: Final = "/queues/validate"
+PODGROUP_MUTATE_PATH: Final = "/podgroups/mutate"
+PODGROUP_VALIDATE_PATH: Final = "/podgroups/validate"
+POD_VALIDATE_PATH: Final = "/pods/validate"
+HYPERNODE_VALIDATE_PATH: Final = "/hypernodes/validate"
+QUEUE_MUTATING_WEBHOOK_NAME: Final = "mutatequeue.vcjob.volcano.sh"
+QUEUE_VALIDATING_WEBHOOK_NAME: Final = "validatequeue.vcjob.volcano.sh"
+PODGROUP_MUTATING_WEBHOOK_NAME: Final = "mutatepodgroup.vcjob.volcano.sh"
+PODGROUP_VALIDATING_WEBHOOK_NAME: Final = "validatepodgroup.vcjob.volcano.sh"
+POD_VALIDATING_WEBHOOK_NAME: Final = "validatepod.vcjob.volcano.sh"
+HYPERNODE_VALIDATING_WEBHOOK_NAME: Final = "validatehypernode.vcjob.volcano.sh"
 
 
 def pod_name(job: str, task: str, index: int) -> str:

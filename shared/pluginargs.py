@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final
 
+# Flags accepted for compatibility that change nothing; admission warns about them.
+NO_EFFECT: Final[Mapping[str, frozenset[str]]] = {"ssh": frozenset({"no-root"})}
+
 
 class FlagKind(Enum):
     STRING = "string"
@@ -58,6 +61,9 @@ PLUGIN_FLAGS: Final[Mapping[str, Mapping[str, Flag]]] = {
         "ssh-private-key": Flag(FlagKind.STRING, ""),
         "ssh-public-key": Flag(FlagKind.STRING, ""),
         "ssh-port": Flag(FlagKind.INT, 22),
+        # Removed from Volcano's ssh plugin in 2020 and ignored since, but still passed by
+        # Volcano's own e2e suites: known, so it does not stop the parsing, and without effect.
+        "no-root": Flag(FlagKind.BOOL, False),
     },
     "tensorflow": {
         "ps": Flag(FlagKind.STRING, "ps"),

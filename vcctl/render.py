@@ -184,6 +184,13 @@ def _container(out: list[str], container: WireObject, level: int) -> None:
     _lines(out, level, "Working Dir", container.get("workingDir", ""))
 
 
+def _suspended_condition(status: WireObject) -> WireObject | None:
+    for condition in status.get("typedConditions") or []:
+        if condition.get("type") == "Suspended" and condition.get("status") == "True":
+            return dict(condition)
+    return None
+
+
 def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> str:
     """The describe-style `vcctl job view`: metadata, spec, status, then the job's events."""
     meta = job.get("metadata") or {}
@@ -232,6 +239,10 @@ def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> st
         _lines(out, 1, "Retry Count", status["retryCount"])
     _lines(out, 1, "State")
     _lines(out, 2, "Phase", (status.get("state") or {}).get("phase", ""))
+    suspended = _suspended_condition(status)
+    if suspended is not None:
+        # Why a suspended job waits (Kueue's reason when Kueue queues it).
+        _lines(out, 1, "Suspended", suspended.get("message", ""))
     if status.get("controlledResources"):
         _lines(out, 1, "Controlled Resources", json.dumps(status["controlledResources"]))
     if not events:

@@ -30,7 +30,8 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from shared import jsoncodec, labels
-from webhook import cronjob_review, jobflow_review, podtemplate, review
+from webhook import cronjob_review, jobflow_review, objects_review, podtemplate, review
+from webhook.clusterlookups import ClusterLookups
 from webhook.review import QUEUE_SKIPPED_WARNING, Answer, Kind, Result
 from webhook.settings import Settings
 from webhook.validation import QueueView
@@ -111,6 +112,8 @@ class Metrics:
 class WebhookState:
     settings: Settings
     queue_cache: QueueCacheLike | None
+    # API reads for PodGroup and Queue admission (None: without an API server, skipped).
+    cluster: ClusterLookups | None = None
     metrics: Metrics = field(default_factory=Metrics)
     shutting_down: threading.Event = field(default_factory=threading.Event)
     serving: threading.Event = field(default_factory=threading.Event)
@@ -306,11 +309,22 @@ class _AdmissionApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-def create_app(settings: Settings, queue_cache: QueueCacheLike | None) -> FastAPI:
+def _objects_decider(state: WebhookState, answer_fn: objects_review.ObjectAnswerFn) -> AnswerFn:
+    def decide(kind: Kind, body: bytes, settings: Settings, queues: review.QueueLookup) -> Answer:
+        return objects_review.guarded(answer_fn, kind, body, settings, queues, state.cluster)
+
+    return decide
+
+
+def create_app(
+    settings: Settings,
+    queue_cache: QueueCacheLike | None,
+    cluster: ClusterLookups | None = None,
+) -> FastAPI:
     """The admission app. Its `state.webhook` (a WebhookState) feeds the health and metrics
     apps made by `create_health_app` and `create_metrics_app`."""
     podtemplate.warm_up()
-    state = WebhookState(settings, queue_cache)
+    state = WebhookState(settings, queue_cache, cluster)
     app = _AdmissionApp(
         title="vcjob admission webhook",
         docs_url=None,
@@ -340,6 +354,8 @@ def create_app(settings: Settings, queue_cache: QueueCacheLike | None) -> FastAP
             jobflow_review.answer_jobtemplate,
         ),
     }
+    for path, (kind, answer_fn) in objects_review.ROUTES.items():
+        handlers[path] = _endpoint(state, kind, path, _objects_decider(state, answer_fn))
     app.admission = handlers
     # Also plain routes, so other methods on these paths get FastAPI's 405.
     for path, handler in handlers.items():

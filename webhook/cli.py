@@ -185,6 +185,13 @@ def _start_self_managed_certs(
     help="MutatingWebhookConfiguration whose caBundle self mode patches.",
 )
 @click.option(
+    "--queue-delete-requires-closed/--no-queue-delete-requires-closed",
+    default=True,
+    show_default=True,
+    help="Deny deleting a Queue that is not Closed (Volcano 1.14 deletes queues in any state: "
+    "--no-queue-delete-requires-closed does the same).",
+)
+@click.option(
     "--validating-config",
     default="vcjob-validating-webhook",
     show_default=True,
@@ -213,6 +220,7 @@ def webhook_command(
     service_name: str,
     mutating_config: str,
     validating_config: str,
+    queue_delete_requires_closed: bool,
 ) -> None:
     """Serve the Job admission webhook (mutating and validating) over TLS."""
     if certs_mode == "files":
@@ -267,7 +275,13 @@ def webhook_command(
         shutdown_delay=shutdown_delay,
         read_timeout=read_timeout,
         max_concurrent_requests=max_concurrent_requests,
+        queue_delete_requires_closed=queue_delete_requires_closed,
     )
+    cluster = None
+    if api_client is not None:
+        from webhook.clusterlookups import KubeClusterLookups
+
+        cluster = KubeClusterLookups(api_client)
     cache = None
     if settings.queue_check:
         from webhook.queuecache import KubeQueueSource, QueueCache
@@ -277,7 +291,7 @@ def webhook_command(
     from webhook.server import serve
 
     try:
-        asyncio.run(serve(settings, cache))
+        asyncio.run(serve(settings, cache, cluster))
     finally:
         if cache is not None:
             cache.stop()

@@ -149,7 +149,17 @@ def _apply_defaults(job: dict[str, Any], scheduler_name: str) -> dict[str, Any]:
                 _default_task(task, index)
     _default_min_available(spec)
     _default_plugins(spec)
+    _default_suspend(job, spec)
     return job
+
+
+def _default_suspend(job: dict[str, Any], spec: dict[str, Any]) -> None:
+    """A job Kueue queues (queue-name label) starts suspended: Kueue admits it (docs/kueue.md)."""
+    metadata = job.get("metadata")
+    job_labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    queued = isinstance(job_labels, dict) and job_labels.get(labels.KUEUE_QUEUE_NAME_KEY)
+    if queued and spec.get("suspend") is None:
+        spec["suspend"] = True
 
 
 def _skeletons(old: Any, new: Any) -> tuple[Any, Any]:

@@ -98,6 +98,17 @@ class QueueCache:
         with self._lock:
             return sorted(n for n, q in self._queues.items() if q.spec.parent == name)
 
+    def hierarchies(self) -> dict[str, str]:
+        """The `volcano.sh/hierarchy` annotation of every queue that has one, by name."""
+        with self._lock:
+            queues = list(self._queues.values())
+        out: dict[str, str] = {}
+        for queue in queues:
+            value = (queue.metadata.get("annotations") or {}).get("volcano.sh/hierarchy")
+            if isinstance(value, str) and value:
+                out[queue.name] = value
+        return out
+
     # State
 
     @property

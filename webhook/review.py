@@ -18,6 +18,7 @@ from shared.fielderrors import FieldError, render
 from shared.jsoncodec import dumps, loads
 from webhook import memo
 from webhook.defaulting import mutation_patch
+from webhook.rules.job_warnings import job_warnings
 from webhook.settings import Settings
 from webhook.validation import (
     QueueView,
@@ -255,6 +256,8 @@ def validate(body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
         if warning:
             warnings.append(warning)
         errors = validate_create(new, view, settings)
+        # Immutable once created, so said once, on CREATE.
+        warnings.extend(job_warnings(new))
     elif operation == "UPDATE":
         errors = validate_update(new, old, settings)
     else:

@@ -24,6 +24,7 @@ from webhook.app import (
     create_metrics_app,
     webhook_state,
 )
+from webhook.clusterlookups import ClusterLookups
 from webhook.settings import Settings
 from webhook.tls import CertReloader
 
@@ -206,13 +207,17 @@ def _bound_port(server: uvicorn.Server) -> int | None:
     return None
 
 
-async def serve(settings: Settings, queue_cache: QueueCacheLike | None) -> None:
+async def serve(
+    settings: Settings,
+    queue_cache: QueueCacheLike | None,
+    cluster: ClusterLookups | None = None,
+) -> None:
     """Serve until SIGTERM/SIGINT; returns once every server has stopped."""
     if settings.tls_cert_file is None or settings.tls_private_key_file is None:
         raise ValueError("the webhook needs --tls-cert-file and --tls-private-key-file")
     return_freed_memory()
     bound_tls_reads()
-    app = create_app(settings, queue_cache)
+    app = create_app(settings, queue_cache, cluster)
     state = webhook_state(app)
     # Everything loaded so far (schemas, modules) lives as long as the process: keep it out of
     # the garbage collector's generations so collections under load stay short.

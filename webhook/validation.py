@@ -31,9 +31,9 @@ from shared.models import (
     TaskSpec,
 )
 from shared.models.job import NetworkTopology
-from webhook import memo, podtemplate
+from webhook import jobcontrol, memo, podtemplate
 from webhook.defaulting import copy_json, defaulted_view
-from webhook.rules import lifecycle
+from webhook.rules import lifecycle, wording
 from webhook.settings import Settings
 
 SPEC: Final = Path.of("spec")
@@ -45,7 +45,8 @@ MAX_PORT: Final = 65535
 # Placeholder length of the random suffix the API server appends to metadata.generateName.
 GENERATED_SUFFIX: Final = "x" * 5
 # Fields of `spec` that may change on UPDATE (admission.md, "Validation on UPDATE").
-MUTABLE_JOB_FIELDS: Final = ("minAvailable", "priorityClassName")
+# suspend is mutable; managedBy's own rule is in webhook.jobcontrol.
+MUTABLE_JOB_FIELDS: Final = ("minAvailable", "priorityClassName", "suspend", "managedBy")
 MUTABLE_TASK_FIELDS: Final = ("replicas", "minAvailable", "minReplicas", "maxReplicas")
 # Keys whose values are resource quantities: compared by value on UPDATE.
 QUANTITY_MAPS: Final = frozenset({"limits", "requests", "overhead", "capacity", "minResources"})
@@ -113,7 +114,7 @@ def _pydantic_error(error: Any, path: Path) -> FieldError:
     if kind in simple:
         return FieldError.invalid(path, _shown(value), simple[kind])
     if kind == "greater_than_equal":
-        return FieldError.invalid(path, value, f"must be greater than or equal to {ctx['ge']}")
+        return FieldError.invalid(path, value, f"should be greater than or equal to {ctx['ge']}")
     if kind == "greater_than":
         return FieldError.invalid(path, value, f"must be greater than {ctx['gt']}")
     if kind == "less_than_equal":
@@ -298,7 +299,11 @@ def _job_name(rules: _Rules) -> str | None:
 
 def _check_task_names(rules: _Rules, job_name: str | None) -> None:
     if not rules.tasks and rules.ok(TASKS):
-        rules.add(FieldError.required(TASKS, "at least one task is required"))
+        rules.add(
+            FieldError.required(
+                TASKS, "No task specified in job spec: at least one task is required"
+            )
+        )
     seen: set[str] = set()
     for i, task in enumerate(rules.tasks):
         where = TASKS.index(i).child("name")
@@ -310,7 +315,7 @@ def _check_task_names(rules: _Rules, job_name: str | None) -> None:
             rules.errors.extend(label_errors)
             continue
         if name in seen:
-            rules.add(FieldError.duplicate(where, name))
+            rules.add(FieldError.duplicate(where, name, "duplicated task name"))
         seen.add(name)
         if job_name is not None and task.replica_count >= 1:
             pod = f"{job_name}-{name}-{task.replica_count - 1}"
@@ -338,6 +343,7 @@ def _check_task_bounds(rules: _Rules) -> None:
                 FieldError.invalid(
                     where.child("minAvailable"),
                     min_available,
+                    f"'minAvailable' is greater than 'replicas' in task {task.name}: "
                     f"must be less than or equal to replicas ({replicas})",
                 )
             )
@@ -450,7 +456,9 @@ def _check_job_topology(rules: _Rules) -> None:
             rules.add(FieldError.invalid(SPEC.child("runningEstimate"), estimate, str(err)))
 
 
-def _check_job_bounds(rules: _Rules) -> None:
+def _check_job_bounds(rules: _Rules, least_min_available: int = 1) -> None:
+    """Job-level bounds. A new job's gang is at least 1; an update may scale it to 0, as in
+    Volcano (`least_min_available` 0)."""
     spec = rules.job.spec
     if not all(rules.ok(TASKS.index(i).child("replicas")) for i in range(len(rules.tasks))):
         return  # the totals are unknown; the unreadable replicas are reported
@@ -458,9 +466,13 @@ def _check_job_bounds(rules: _Rules) -> None:
     where = SPEC.child("minAvailable")
     min_available = spec.min_available
     if min_available is not None and rules.tasks:
-        if min_available < 1:
+        if min_available < least_min_available:
             rules.add(
-                FieldError.invalid(where, min_available, "must be greater than or equal to 1")
+                FieldError.invalid(
+                    where,
+                    min_available,
+                    f"should be greater than or equal to {least_min_available}",
+                )
             )
         elif rules.min_available_is_task_sum():
             pass
@@ -469,7 +481,8 @@ def _check_job_bounds(rules: _Rules) -> None:
                 FieldError.invalid(
                     where,
                     min_available,
-                    f"must be less than or equal to the total replicas of all tasks ({total})",
+                    f"job 'minAvailable' should not be greater than total replicas ({total}, "
+                    "the sum of the tasks' replicas)",
                 )
             )
         elif any(t.is_elastic for t in rules.tasks):
@@ -490,7 +503,8 @@ def _check_job_bounds(rules: _Rules) -> None:
             FieldError.invalid(
                 SPEC.child("minSuccess"),
                 spec.min_success,
-                f"must be less than or equal to the total replicas of all tasks ({total})",
+                f"job 'minSuccess' should not be greater than total replicas ({total}, "
+                "the sum of the tasks' replicas)",
             )
         )
 
@@ -615,6 +629,9 @@ def _policy_events(policy: LifecyclePolicy, where: Path) -> Iterator[tuple[str, 
 
 def _check_policies(rules: _Rules, policies: list[LifecyclePolicy] | None, path: Path) -> None:
     seen_events: dict[str, Path] = {}
+    # An event repeated inside one policy's list is admitted with a warning (Volcano reads it
+    # once: webhook.rules.job_warnings); across policies it is refused.
+    event_policy: dict[str, int] = {}
     seen_codes: set[int] = set()
     for j, policy in enumerate(policies or []):
         where = path.index(j)
@@ -624,34 +641,57 @@ def _check_policies(rules: _Rules, policies: list[LifecyclePolicy] | None, path:
         if events and has_code:
             rules.add(
                 FieldError.forbidden(
-                    where.child("exitCode"), "must not be set together with event or events"
+                    where.child("exitCode"),
+                    "must not specify event and exitCode simultaneously: set event or events, "
+                    "or exitCode",
                 )
             )
         elif not events and not has_code and readable:
-            rules.add(FieldError.required(where, "one of event, events or exitCode is required"))
+            rules.add(
+                FieldError.required(
+                    where,
+                    "either event and exitCode should be specified: set one of event, events "
+                    "or exitCode",
+                )
+            )
         for event, event_path in events:
             if event not in EVENTS:
-                rules.add(FieldError.not_supported(event_path, event, EVENTS))
-            elif event in seen_events:
-                rules.add(FieldError.duplicate(event_path, event))
-            else:
+                rules.add(wording.unsupported(event_path, event, EVENTS, "invalid policy event"))
+            elif event_policy.get(event, j) != j:
+                rules.add(
+                    FieldError.duplicate(
+                        event_path, event, f"duplicate event {event} across different policy"
+                    )
+                )
+            elif event not in seen_events:
                 seen_events[event] = event_path
+                event_policy[event] = j
         action_path = where.child("action")
         if not policy.action:
             if rules.ok(action_path):
-                rules.add(FieldError.required(action_path, "every policy needs an action"))
+                rules.add(
+                    FieldError.required(
+                        action_path, "invalid policy action: every policy needs an action"
+                    )
+                )
         elif policy.action not in ACTIONS:
-            rules.add(FieldError.not_supported(action_path, policy.action, ACTIONS))
+            rules.add(
+                wording.unsupported(action_path, policy.action, ACTIONS, "invalid policy action")
+            )
         if policy.exit_code is not None:
             code_path = where.child("exitCode")
             if policy.exit_code == 0:
                 rules.add(
                     FieldError.invalid(
-                        code_path, 0, "0 is not a valid exit code; use a non-zero code"
+                        code_path, 0, "0 is not a valid error code; use a non-zero exit code"
                     )
                 )
             elif policy.exit_code in seen_codes:
-                rules.add(FieldError.duplicate(code_path, policy.exit_code))
+                rules.add(
+                    FieldError.duplicate(
+                        code_path, policy.exit_code, f"duplicate exitCode {policy.exit_code}"
+                    )
+                )
             seen_codes.add(policy.exit_code)
         if policy.timeout is not None:
             try:
@@ -672,8 +712,8 @@ def _check_policies(rules: _Rules, policies: list[LifecyclePolicy] | None, path:
             FieldError.invalid(
                 seen_events["*"],
                 "*",
-                "matches every event, so it must be the only event in the list; remove the "
-                "other events or the * policy",
+                "if there's * here, no other policy should be here: * matches every event, so "
+                "it must be the only event in the list; remove the other events or the * policy",
             )
         )
 
@@ -776,11 +816,9 @@ def _check_plugins(rules: _Rules) -> None:
         if plugin not in SUPPORTED_PLUGINS:
             rules.add(FieldError.not_supported(where, plugin, SUPPORTED_PLUGINS))
             continue
+        # Argument problems are warnings (webhook.rules.job_warnings): Volcano admits them and
+        # its controller reads the flags up to the first one, as vcjob's does.
         parsed = pluginargs.parse(plugin, arguments)
-        for problem in parsed.errors:
-            rules.add(
-                FieldError.invalid(where.index(problem.index), problem.argument, problem.detail)
-            )
         port = parsed.values.get("port")
         if isinstance(port, int) and not 1 <= port <= MAX_PORT:
             rules.add(
@@ -827,13 +865,17 @@ def _check_volumes(rules: _Rules) -> None:
         mount = volume.mount_path
         if rules.ok(where.child("mountPath")):
             if not mount:
-                rules.add(FieldError.required(where.child("mountPath")))
+                rules.add(FieldError.required(where.child("mountPath"), "mountPath is required"))
             elif ":" in mount:
                 rules.add(
                     FieldError.invalid(where.child("mountPath"), mount, "must not contain ':'")
                 )
             elif mount in seen:
-                rules.add(FieldError.duplicate(where.child("mountPath"), mount))
+                rules.add(
+                    FieldError.duplicate(
+                        where.child("mountPath"), mount, f"duplicated mountPath: {mount}"
+                    )
+                )
             seen.add(mount)
         claim_name, claim = volume.volume_claim_name, volume.volume_claim
         name_path = where.child("volumeClaimName")
@@ -841,7 +883,7 @@ def _check_volumes(rules: _Rules) -> None:
             if rules.ok(name_path) and rules.ok(where.child("volumeClaim")):
                 rules.add(
                     FieldError.required(
-                        name_path, "either volumeClaim or volumeClaimName must be specified"
+                        name_path, "either VolumeClaim or VolumeClaimName must be specified"
                     )
                 )
         elif claim_name and claim is not None:
@@ -927,6 +969,7 @@ def validate_create(
     _check_task_names(rules, job_name)
     first, last = _spec_problems(raw.get("spec"), reading, rules.job, settings.scheduler_name)
     rules.errors.extend(first)
+    rules.errors.extend(jobcontrol.create_errors(raw))
     if queues is not None:
         _check_queue(rules, queues)
     rules.errors.extend(last)
@@ -1076,14 +1119,14 @@ def _immutability_errors(
         errors.append(
             FieldError.forbidden(
                 TASKS,
-                f"tasks cannot be added or removed (the job has {len(old_tasks)}, the update "
-                f"has {len(new_tasks)})",
+                f"job updates may not add or remove tasks (the job has {len(old_tasks)}, the "
+                f"update has {len(new_tasks)})",
             )
         )
         comparable_old.pop("tasks", None)
         comparable_new.pop("tasks", None)
     for path, value in _changes(comparable_old, comparable_new, SPEC):
-        errors.append(FieldError.invalid(path, _shown(value), "field is immutable"))
+        errors.append(FieldError.invalid(path, _shown(value), wording.IMMUTABLE))
     if phase in FINISHED_PHASES and isinstance(old_tasks, list) and isinstance(new_tasks, list):
         for i, (a, b) in enumerate(zip(old_tasks, new_tasks, strict=False)):
             if (
@@ -1119,37 +1162,14 @@ def validate_update(
             )
         )
         errors.extend(lifecycle.validate_update(old_defaulted, new_defaulted, _phase(old)))
+        errors.extend(jobcontrol.update_errors(old, new))
         already_wrong = {str(e) for e in _bound_errors(old_defaulted)}
     else:
         errors.append(FieldError.invalid(Path.of("oldObject"), _shown(old), "must be a Job object"))
     # A bound the stored job already broke (it was admitted some other way) does not block
     # unrelated updates such as the controller writing a PVC name back: only new problems count.
     errors.extend(e for e in _bound_errors(new_defaulted) if str(e) not in already_wrong)
-    if _has_gang_size(old) and (unset := _gang_size_unset(new)):
-        errors.append(unset)
     return sort_errors(new_defaulted, errors)
-
-
-def _raw_min_available(obj: Any) -> Any:
-    spec = obj.get("spec") if _is_object(obj) else None
-    return spec.get("minAvailable") if isinstance(spec, dict) else None
-
-
-def _has_gang_size(obj: Any) -> bool:
-    value = _raw_min_available(obj)
-    return isinstance(value, int) and value >= 1
-
-
-def _gang_size_unset(new: dict[str, Any]) -> FieldError | None:
-    """Defaulting runs on CREATE only, so an update that clears `spec.minAvailable` or sets it to
-    0 would be stored as is: the gang size must stay at least 1."""
-    where = SPEC.child("minAvailable")
-    value = _raw_min_available(new)
-    if value is None:
-        return FieldError.required(where, "the gang size cannot be removed on update")
-    if value == 0:
-        return FieldError.invalid(where, 0, "must be greater than or equal to 1")
-    return None
 
 
 def _bound_errors(defaulted: dict[str, Any]) -> list[FieldError]:
@@ -1158,7 +1178,7 @@ def _bound_errors(defaulted: dict[str, Any]) -> list[FieldError]:
         return []
     rules = _Rules(reading, reading.job, [])
     _check_task_bounds(rules)
-    _check_job_bounds(rules)
+    _check_job_bounds(rules, least_min_available=0)
     _check_partitions(rules)
     _check_job_topology(rules)
     _check_success_policy(rules)

@@ -59,6 +59,7 @@ NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
 EVENTS = Resource("", "v1", "events", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", namespaced=True, kind="Lease")
+SECRETS = Resource("", "v1", "secrets", namespaced=True, kind="Secret")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)
 PODGROUPS = Resource(
     "scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True, kind="PodGroup"

@@ -63,6 +63,7 @@ class JobPhase(StrEnum):
 
 FINISHED_PHASES: Final = frozenset({JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.TERMINATED})
 TOPOLOGY_POLICIES: Final = ("none", "best-effort", "restricted", "single-numa-node")
+DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 SUPPORTED_PLUGINS: Final = (
     "env",
     "svc",
@@ -149,7 +150,11 @@ class PartitionPolicy(KubeModel):
 
 
 class TaskSpec(KubeModel):
-    name: str | None = None
+    # Schema-only bounds, as in Volcano's CRD (the API server refuses first, with its own
+    # "should match" wording); the webhook's own checks give the detailed message.
+    name: str | None = Field(
+        default=None, json_schema_extra={"maxLength": 63, "pattern": DNS_LABEL_PATTERN}
+    )
     """The task's name, unique in the job; pods are named <job>-<task>-<index>."""
     replicas: int | None = Field(default=None, ge=0)
     """The number of pods of the task."""
@@ -191,7 +196,7 @@ class TaskSpec(KubeModel):
 
 
 class VolumeSpec(KubeModel):
-    mount_path: str
+    mount_path: str = Field(json_schema_extra={"minLength": 1, "pattern": "^[^:]+$"})
     """Where the volume is mounted in the containers (not the init containers) of the job's pods."""
     volume_claim_name: str | None = None
     """The PersistentVolumeClaim to mount; written by the controller when the claim is created from
@@ -270,6 +275,16 @@ class JobSpec(KubeModel):
     # A duration string (Go's time.ParseDuration form); stored only, as in Volcano.
     running_estimate: str | None = None
     """The expected running time of the job, as a Go duration; stored for schedulers."""
+    # Not in Volcano: a suspended job has no pods (absent means false, so the mutating webhook
+    # can tell "not set" from "false" when Kueue's queue-name label asks for a suspended start).
+    suspend: bool | None = None
+    """True: the job runs no pods; its retry count and finished pods are kept, and it resumes the
+    same attempt when set back to false (vcjob, not in Volcano; Kueue sets it)."""
+    # Not in Volcano: the controller that manages the job; vcjob leaves alone a job whose
+    # managedBy names another controller (immutable, like the Kubernetes Job's).
+    managed_by: str | None = Field(default=None, max_length=63)
+    """The controller that manages the job; any value but batch.volcano.sh/job-controller makes
+    vcjob leave the job alone (immutable; vcjob, not in Volcano)."""
     # vcjob's lifecycle extensions (docs/lifecycle.md); unset, the job behaves as in Volcano.
     active_deadline_seconds: int | None = Field(default=None, ge=1)
     """Seconds the job may run, counted from its first Running and without time suspended; then

@@ -14,7 +14,11 @@ from localcluster.tools import PROJECT_ROOT
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CHART = str(PROJECT_ROOT / "charts" / "vcjob")
-SCHEDULING_CRDS = ("podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
+SCHEDULING_CRDS = (
+    "podgroups.scheduling.volcano.sh",
+    "queues.scheduling.volcano.sh",
+    "hypernodes.topology.volcano.sh",
+)
 BATCH_CRDS = (
     "jobs.batch.volcano.sh",
     "cronjobs.batch.volcano.sh",

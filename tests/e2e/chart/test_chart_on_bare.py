@@ -259,6 +259,15 @@ def test_cronjobs_and_queue_commands_through_the_chart(installed: LocalCluster) 
 
     wait_for("the child queue to be closed by its parent", child_closed)
 
+    # The chart's webhook keeps a parent while it has children, and lists a queue's PodGroups
+    # before it lets the queue go.
+    kept = installed.kubectl("delete", "queue", "lp-parent", check=False)
+    assert "queue lp-parent can not be deleted because it has 1 child queues: lp-child" in (
+        kept.stderr
+    )
+    installed.kubectl("delete", "queue", "lp-child")
+    installed.kubectl("delete", "queue", "lp-parent")
+
 
 def test_jobflows_through_the_chart(installed: LocalCluster) -> None:
     """The chart's JobFlow controller and webhook with the chart's grants: a cycle is denied, a

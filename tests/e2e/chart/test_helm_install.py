@@ -25,6 +25,7 @@ CRDS = [
     "podgroups.scheduling.volcano.sh",
     "queues.scheduling.volcano.sh",
     "cronjobs.batch.volcano.sh",
+    "hypernodes.topology.volcano.sh",
     "jobflows.flow.volcano.sh",
     "jobtemplates.flow.volcano.sh",
 ]

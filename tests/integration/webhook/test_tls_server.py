@@ -86,8 +86,8 @@ CURL_CASES = [
         review(job(minAvailable=3)),
         200,
         False,
-        "spec.minAvailable: Invalid value: 3: must be less than or equal to the total replicas "
-        "of all tasks (2)",
+        "spec.minAvailable: Invalid value: 3: job 'minAvailable' should not be greater than total "
+        "replicas (2, the sum of the tasks' replicas)",
         id="invalid",
     ),
     pytest.param(

@@ -3,7 +3,9 @@ guards, and the properties the install relies on (scoping, RBAC, security, certi
 
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
 import json
 import subprocess
 from typing import Any
@@ -282,6 +284,95 @@ def test_webhook_configuration_is_scoped_to_jobs_and_cronjobs(
     assert "caBundle" not in hook["clientConfig"], "self mode: the webhook patches caBundle in"
 
 
+OBJECT_HOOKS = {
+    # name: (path, resource, group, operations, scope, failure policy)
+    "mutatequeue.vcjob.volcano.sh": (
+        "/queues/mutate", "queues", "scheduling.volcano.sh", ["CREATE"], "Cluster", "Ignore"
+    ),
+    "mutatepodgroup.vcjob.volcano.sh": (
+        "/podgroups/mutate", "podgroups", "scheduling.volcano.sh", ["CREATE"], "Namespaced",
+        "Ignore",
+    ),
+    "validatequeue.vcjob.volcano.sh": (
+        "/queues/validate", "queues", "scheduling.volcano.sh", ["CREATE", "UPDATE", "DELETE"],
+        "Cluster", "Ignore",
+    ),
+    "validatepodgroup.vcjob.volcano.sh": (
+        "/podgroups/validate", "podgroups", "scheduling.volcano.sh", ["CREATE"], "Namespaced",
+        "Fail",
+    ),
+    "validatepod.vcjob.volcano.sh": (
+        "/pods/validate", "pods", "", ["CREATE"], "Namespaced", "Ignore"
+    ),
+    "validatehypernode.vcjob.volcano.sh": (
+        "/hypernodes/validate", "hypernodes", "topology.volcano.sh", ["CREATE", "UPDATE"],
+        "Cluster", "Fail",
+    ),
+}  # fmt: skip
+
+
+def _all_hooks(docs: tuple[Doc, ...]) -> dict[str, dict[str, Any]]:
+    return {
+        hook["name"]: hook
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for config in find(docs, kind)
+        for hook in config["webhooks"]
+    }
+
+
+def test_volcanos_other_objects_are_admitted_at_volcanos_paths() -> None:
+    hooks = _all_hooks(render())
+    for name, (path, resource, group, operations, scope, policy) in OBJECT_HOOKS.items():
+        hook = hooks[name]
+        assert hook["clientConfig"]["service"]["path"] == path
+        (rule,) = hook["rules"]
+        assert (rule["resources"], rule["apiGroups"], rule["operations"], rule["scope"]) == (
+            [resource],
+            [group],
+            operations,
+            scope,
+        ), name
+        assert hook["failurePolicy"] == policy, name
+
+
+def test_the_pod_webhook_cannot_lock_the_cluster_out() -> None:
+    hook = _all_hooks(render(namespace="vcjob-ops"))["validatepod.vcjob.volcano.sh"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == [
+        "vcjob-ops",
+        "kube-system",
+    ]
+    assert hook["objectSelector"] == {
+        "matchExpressions": [
+            {"key": "app.kubernetes.io/instance", "operator": "NotIn", "values": ["vcjob"]}
+        ]
+    }
+
+
+def test_each_object_webhook_can_be_turned_off() -> None:
+    docs = render(
+        "webhook.objects.queues=false",
+        "webhook.objects.podGroups=false",
+        "webhook.objects.pods=false",
+        "webhook.objects.hyperNodes=false",
+    )
+    assert not set(OBJECT_HOOKS) & set(_all_hooks(docs))
+    rules = one(docs, "ClusterRole", "vcjob-webhook")["rules"]
+    assert [
+        r["resources"] for r in rules if r["apiGroups"] != ["admissionregistration.k8s.io"]
+    ] == [["queues"]]
+
+
+def test_the_webhook_reads_namespaces_and_lists_podgroups() -> None:
+    rules = one(render(), "ClusterRole", "vcjob-webhook")["rules"]
+    assert {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]} in rules
+    assert {
+        "apiGroups": ["scheduling.volcano.sh"],
+        "resources": ["podgroups"],
+        "verbs": ["list"],
+    } in rules
+
+
 def test_jobflows_and_jobtemplates_are_validated_at_volcanos_paths() -> None:
     config = one(render(), "ValidatingWebhookConfiguration", "vcjob-validating-webhook")
     hooks = {hook["name"]: hook for hook in config["webhooks"]}
@@ -305,9 +396,10 @@ def test_jobflows_and_jobtemplates_are_validated_at_volcanos_paths() -> None:
 @pytest.mark.parametrize("kind", [c[0] for c in CONFIGS])
 def test_webhooks_skip_the_release_namespace(kind: str) -> None:
     docs = render("webhook.excludedNamespaces={kube-system}", namespace="vcjob-ops")
-    hooks = find(docs, kind)[0]["webhooks"]
-    assert len(hooks) >= 2
-    assert all(h["namespaceSelector"] == hooks[0]["namespaceSelector"] for h in hooks)
+    hooks = [h for h in find(docs, kind)[0]["webhooks"] if "pod." not in h["name"]]
+    namespaced = [h for h in hooks if h["rules"][0]["scope"] == "Namespaced"]
+    assert len(namespaced) >= 3  # jobs, cronjobs, podgroups; jobflows, jobtemplates
+    assert all(h["namespaceSelector"] == hooks[0]["namespaceSelector"] for h in namespaced)
     assert hooks[0]["namespaceSelector"] == {
         "matchExpressions": [
             {
@@ -364,9 +456,10 @@ def test_external_mode_mounts_the_secret_and_sets_the_ca_bundle() -> None:
     for kind, *_ in CONFIGS:
         hook = find(docs, kind)[0]["webhooks"][0]
         assert hook["clientConfig"]["caBundle"] == "TUlJQ2FCQ0NBZytnQXdJQkFnSVVjYQ=="
-    # No write access to anything: the webhook only reads queues.
+    # No write access to anything: the webhook only reads queues, namespaces and podgroups.
     role = one(docs, "ClusterRole", "vcjob-webhook")
-    assert [r["resources"] for r in role["rules"]] == [["queues"]]
+    assert [r["resources"] for r in role["rules"]] == [["queues"], ["namespaces"], ["podgroups"]]
+    assert all(set(r["verbs"]) <= {"get", "list", "watch"} for r in role["rules"])
     assert not find(docs, "Role", "vcjob-webhook")
 
 
@@ -688,7 +781,7 @@ def test_volcanos_scheduling_crds_can_be_left_alone() -> None:
 def test_only_absent_installs_everything_when_nothing_is_there() -> None:
     # `helm template` has no cluster to look in: every CRD counts as absent.
     crds = find(render("crds.onlyAbsent=true"), "CustomResourceDefinition")
-    assert len(crds) == 7
+    assert len(crds) == 8
 
 
 def test_default_queue_is_created_after_the_crds() -> None:
@@ -800,3 +893,35 @@ def test_webhook_request_bounds_are_values() -> None:
     args = container(render(*sets), "vcjob-webhook")["args"]
     assert args[args.index("--max-concurrent-requests") + 1] == "4"
     assert args[args.index("--read-timeout") + 1] == "3"
+
+
+def test_kueue_integration_is_off_by_default_and_grants_workloads_when_on() -> None:
+    off = render()
+    assert "--no-kueue" in container(off, "vcjob-controller")["args"]
+    role = one(off, "ClusterRole", "vcjob-controller")
+    assert verbs(role, "kueue.x-k8s.io", "workloads") == set()
+
+    on = render("controller.kueue.enabled=true")
+    args = container(on, "vcjob-controller")["args"]
+    assert "--kueue" in args and "--no-kueue" not in args
+    role = one(on, "ClusterRole", "vcjob-controller")
+    assert verbs(role, "kueue.x-k8s.io", "workloads") == {"list", "watch", "create"}
+    assert verbs(role, "kueue.x-k8s.io", "workloads/status") == {"update"}
+    assert verbs(role, "kueue.x-k8s.io", "resourceflavors") == {"list", "watch"}
+    assert "enabled" in render_error("controller.kueue.enabled=maybe")
+
+
+def test_the_release_fits_in_a_helm_release_secret() -> None:
+    """Helm keeps every release in a Secret (1 MiB at most): the whole chart, its files as base64
+    inside JSON, and the rendered manifest, gzipped and base64-encoded. The CRDs are most of it;
+    this estimate of Helm's encoding keeps a margin below the limit."""
+    files = {str(p): p.read_bytes() for p in sorted(CHART.rglob("*")) if p.is_file()}
+    manifest = b"".join(data for name, data in files.items() if "/crds/" in name)
+    release = {
+        "chart": [
+            {"name": name, "data": base64.b64encode(data).decode()} for name, data in files.items()
+        ],
+        "manifest": manifest.decode(),
+    }
+    stored = base64.b64encode(gzip.compress(json.dumps(release).encode()))
+    assert len(stored) < 850 * 1024, f"the release would take {len(stored)} of 1048576 bytes"

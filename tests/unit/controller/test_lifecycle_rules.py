@@ -111,17 +111,23 @@ def test_run_clock_round_trips_through_the_status() -> None:
 
 
 @pytest.mark.parametrize(
-    ("phase", "suspended"),
+    ("spec_suspend", "phase", "paused"),
     [
-        (JobPhase.ABORTING, True),
-        (JobPhase.ABORTED, True),
-        (JobPhase.RUNNING, False),
-        (JobPhase.PENDING, False),
-        (JobPhase.RESTARTING, False),
+        (None, JobPhase.ABORTING, True),
+        (None, JobPhase.ABORTED, True),
+        (None, JobPhase.RUNNING, False),
+        (None, JobPhase.PENDING, False),
+        (None, JobPhase.RESTARTING, False),
+        (False, JobPhase.RUNNING, False),
+        (True, JobPhase.PENDING, True),  # suspended by spec.suspend (Kueue, vcjob job suspend)
+        (True, JobPhase.RUNNING, True),  # the reconcile that deletes its pods
     ],
 )
-def test_is_suspended(phase: JobPhase, suspended: bool) -> None:
-    assert suspension.is_suspended(Job(), phase) is suspended
+def test_the_run_clock_pauses_while_suspended(
+    spec_suspend: bool | None, phase: JobPhase, paused: bool
+) -> None:
+    job = Job.model_validate({"spec": {"suspend": spec_suspend}})
+    assert suspension.clock_paused(job, phase) is paused
 
 
 # ---------------------------------------------------------------- causes and budgets

@@ -132,7 +132,9 @@ def _job(policy: dict[str, Any] | None, tasks: list[tuple[str, int]]) -> dict[st
 
 
 def _objects(kube: FakeKube, plural: str) -> list[dict[str, Any]]:
-    return [o for (p, _ns, _n), o in kube.objects.items() if p == plural]
+    # A snapshot first: the controller's event recorder writes Events from its own thread, and
+    # copying the items happens in one step under the GIL, where iterating them does not.
+    return [o for (p, _ns, _n), o in list(kube.objects.items()) if p == plural]
 
 
 def _job_of(kube: FakeKube) -> dict[str, Any]:

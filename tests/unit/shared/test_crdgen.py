@@ -36,15 +36,28 @@ def _schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def test_the_seven_crds_are_generated() -> None:
+def test_the_eight_crds_are_generated() -> None:
     assert sorted(CRDS) == [
         "commands.bus.volcano.sh",
         "cronjobs.batch.volcano.sh",
+        "hypernodes.topology.volcano.sh",
         "jobflows.flow.volcano.sh",
         "jobs.batch.volcano.sh",
         "jobtemplates.flow.volcano.sh",
         "podgroups.scheduling.volcano.sh",
         "queues.scheduling.volcano.sh",
+    ]
+
+
+def test_hypernode_selectors_carry_the_api_servers_rules() -> None:
+    members = CRDS["hypernodes.topology.volcano.sh"]["spec"]["versions"][0]["schema"][
+        "openAPIV3Schema"
+    ]["properties"]["spec"]["properties"]["members"]
+    assert members["minItems"] == 1
+    selector = members["items"]["properties"]["selector"]
+    assert [r["message"] for r in selector["x-kubernetes-validations"]] == [
+        "Either ExactMatch or RegexMatch or LabelMatch must be specified",
+        "Only one of ExactMatch, RegexMatch, or LabelMatch can be specified",
     ]
 
 
@@ -167,6 +180,7 @@ def test_job_names_scope_subresource_and_columns() -> None:
         "AGE",
         "QUEUE",
         "REASON",
+        "SUSPENDED",
     ]
     assert columns["REASON"]["jsonPath"] == ".status.reason"
     assert "priority" not in columns["REASON"]

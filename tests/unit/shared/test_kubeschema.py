@@ -102,3 +102,16 @@ def test_resource_list_is_a_map_of_quantities() -> None:
 def test_definitions_are_read_once_and_complete() -> None:
     assert kubeschema.definitions() is kubeschema.definitions()
     assert kubeschema.POD_TEMPLATE_SPEC in kubeschema.definitions()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Name of the container.", "Name of the container."),
+        ("List of ports. Not specifying a port here\nDOES NOT prevent it.", "List of ports."),
+        ("Version 1.2.3 of the\n  API", "Version 1.2.3 of the API"),
+        ("", ""),
+    ],
+)
+def test_kubernetes_descriptions_are_cut_to_their_first_sentence(text: str, expected: str) -> None:
+    assert kubeschema.first_sentence(text) == expected

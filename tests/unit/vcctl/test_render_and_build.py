@@ -205,3 +205,26 @@ def test_a_kubeconfig_that_does_not_exist_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["job", "list", "-k", "/nonexistent/kubeconfig"])
     assert result.exit_code == 2
     assert "--kubeconfig /nonexistent/kubeconfig: no such file" in result.output
+
+
+@pytest.mark.parametrize(
+    ("status", "line"),
+    [
+        ("True", "  Suspended:\tqueued by Kueue in LocalQueue lq: insufficient unused quota"),
+        ("False", None),
+    ],
+)
+def test_job_view_says_why_a_suspended_job_waits(status: str, line: str | None) -> None:
+    condition = {
+        "type": "Suspended",
+        "status": status,
+        "reason": "JobSuspended",
+        "message": "queued by Kueue in LocalQueue lq: insufficient unused quota",
+    }
+    shown = job_view(
+        job("j", state={"phase": "Pending"}, typedConditions=[condition]),
+        [],
+        datetime(2026, 3, 4, 12, 10, tzinfo=UTC),
+    ).splitlines()
+    suspended = [s for s in shown if s.strip().startswith("Suspended:")]
+    assert suspended == ([] if line is None else [line])

@@ -18,6 +18,7 @@ from shared import labels
 from shared.models import Queue
 from webhook import review as review_module
 from webhook.app import create_app, create_health_app, create_metrics_app, webhook_state
+from webhook.rules.wording import IMMUTABLE
 from webhook.settings import Settings
 
 pytestmark = pytest.mark.anyio
@@ -116,10 +117,10 @@ async def test_denial_lists_every_problem_with_its_path(client: httpx.AsyncClien
     status = answer["status"]
     assert (status["code"], status["reason"]) == (422, "Invalid")
     messages = [
-        "spec.minAvailable: Invalid value: 5: must be less than or equal to the total replicas "
-        "of all tasks (2)",
+        "spec.minAvailable: Invalid value: 5: job 'minAvailable' should not be greater than total "
+        "replicas (2, the sum of the tasks' replicas)",
         'spec.queue: Not found: "missing": no Queue of this name exists',
-        "spec.maxRetry: Invalid value: -1: must be greater than or equal to 0",
+        "spec.maxRetry: Invalid value: -1: should be greater than or equal to 0",
     ]
     assert status["message"] == "; ".join(messages)
     causes = status["details"]["causes"]
@@ -306,7 +307,7 @@ async def test_update_is_validated(client: httpx.AsyncClient) -> None:
     new["spec"]["queue"] = "other"
     answer = (await post(client, VALIDATE, review(new, "UPDATE", oldObject=old))).json()
     assert answer["response"]["status"]["message"] == (
-        'spec.queue: Invalid value: "other": field is immutable'
+        f'spec.queue: Invalid value: "other": {IMMUTABLE}'
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from webhook.rules import lifecycle
+from webhook.rules import lifecycle, wording
 from webhook.settings import Settings
 from webhook.validation import validate_create, validate_update
 
@@ -43,7 +43,7 @@ CREATE: list[tuple[str, dict[str, Any], list[str]]] = [
     (
         "a zero deadline",
         {"activeDeadlineSeconds": 0},
-        ["spec.activeDeadlineSeconds: Invalid value: 0: must be greater than or equal to 1"],
+        ["spec.activeDeadlineSeconds: Invalid value: 0: should be greater than or equal to 1"],
     ),
     (
         "a full retry policy",
@@ -60,7 +60,7 @@ CREATE: list[tuple[str, dict[str, Any], list[str]]] = [
         {"retryPolicy": {"infrastructureRetries": -1}},
         [
             "spec.retryPolicy.infrastructureRetries: Invalid value: "
-            "-1: must be greater than or equal to 0"
+            "-1: should be greater than or equal to 0"
         ],
     ),
     (
@@ -158,7 +158,7 @@ def test_other_fields_stay_immutable() -> None:
     new = copy.deepcopy(old)
     new["spec"]["queue"] = "other"
     assert [str(e) for e in validate_update(new, old, SETTINGS)] == [
-        'spec.queue: Invalid value: "other": field is immutable'
+        f'spec.queue: Invalid value: "other": {wording.IMMUTABLE}'
     ]
 
 

@@ -141,3 +141,18 @@ def test_errors_are_retried_and_unreadable_queues_skipped() -> None:
     finally:
         source.close()
         cache.stop()
+
+
+def test_hierarchies_are_read_from_the_cached_annotations() -> None:
+    source = FakeSource()
+    tagged = q("a", "1")
+    tagged["metadata"]["annotations"] = {"volcano.sh/hierarchy": "root/a"}
+    source.lists.put(([tagged, q("b", "2")], "5"))
+    cache = QueueCache(source)
+    cache.start()
+    try:
+        assert cache.wait_synced(TIMEOUT)
+        assert cache.hierarchies() == {"a": "root/a"}
+    finally:
+        source.close()
+        cache.stop()

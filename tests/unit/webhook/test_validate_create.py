@@ -156,7 +156,10 @@ JOB_CASES = [
     ),
     pytest.param(
         job(tasks=[]),
-        ["spec.tasks: Required value: at least one task is required"],
+        [
+            "spec.tasks: Required value: No task specified in job spec: at least one task is "
+            "required"
+        ],
         id="at-least-one-task",
     ),
     pytest.param(
@@ -167,9 +170,9 @@ JOB_CASES = [
     pytest.param(
         job(task("a", 1), task("a", 1), task("b", 1, minAvailable=2)),
         [
-            'spec.tasks[1].name: Duplicate value: "a"',
-            "spec.tasks[2].minAvailable: Invalid value: 2: must be less than or equal to "
-            "replicas (1)",
+            'spec.tasks[1].name: Duplicate value: "a": duplicated task name',
+            "spec.tasks[2].minAvailable: Invalid value: 2: 'minAvailable' is greater than "
+            "'replicas' in task b: must be less than or equal to replicas (1)",
         ],
         id="duplicate-task-names-and-later-tasks-still-checked-volcano-bug-1",
     ),
@@ -185,42 +188,42 @@ JOB_CASES = [
     pytest.param(
         job(minAvailable=4),
         [
-            "spec.minAvailable: Invalid value: 4: must be less than or equal to the total "
-            "replicas of all tasks (3)"
+            "spec.minAvailable: Invalid value: 4: job 'minAvailable' should not be greater than "
+            "total replicas (3, the sum of the tasks' replicas)"
         ],
         id="minAvailable-at-most-total-replicas",
     ),
     pytest.param(
         job(task("w", 0), minAvailable=0),
-        ["spec.minAvailable: Invalid value: 0: must be greater than or equal to 1"],
+        ["spec.minAvailable: Invalid value: 0: should be greater than or equal to 1"],
         id="minAvailable-at-least-1",
     ),
     pytest.param(
         job(minAvailable=-1),
-        ["spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"],
+        ["spec.minAvailable: Invalid value: -1: should be greater than or equal to 0"],
         id="negative-minAvailable-volcano-bug-12",
     ),
     pytest.param(
         job(minSuccess=4),
         [
-            "spec.minSuccess: Invalid value: 4: must be less than or equal to the total "
-            "replicas of all tasks (3)"
+            "spec.minSuccess: Invalid value: 4: job 'minSuccess' should not be greater than total "
+            "replicas (3, the sum of the tasks' replicas)"
         ],
         id="minSuccess-at-most-total-replicas",
     ),
     pytest.param(
         job(minSuccess=0),
-        ["spec.minSuccess: Invalid value: 0: must be greater than or equal to 1"],
+        ["spec.minSuccess: Invalid value: 0: should be greater than or equal to 1"],
         id="minSuccess-at-least-1",
     ),
     pytest.param(
         job(maxRetry=-1),
-        ["spec.maxRetry: Invalid value: -1: must be greater than or equal to 0"],
+        ["spec.maxRetry: Invalid value: -1: should be greater than or equal to 0"],
         id="maxRetry-non-negative",
     ),
     pytest.param(
         job(ttlSecondsAfterFinished=-5),
-        ["spec.ttlSecondsAfterFinished: Invalid value: -5: must be greater than or equal to 0"],
+        ["spec.ttlSecondsAfterFinished: Invalid value: -5: should be greater than or equal to 0"],
         id="ttl-non-negative",
     ),
 ]
@@ -228,25 +231,25 @@ JOB_CASES = [
 TASK_CASES = [
     pytest.param(
         job(task("w", -1)),
-        ["spec.tasks[0].replicas: Invalid value: -1: must be greater than or equal to 0"],
+        ["spec.tasks[0].replicas: Invalid value: -1: should be greater than or equal to 0"],
         id="replicas-non-negative-volcano-bug-12",
     ),
     pytest.param(
         job(task("w", 2, minAvailable=3)),
         [
-            "spec.tasks[0].minAvailable: Invalid value: 3: must be less than or equal to replicas "
-            "(2)"
+            "spec.tasks[0].minAvailable: Invalid value: 3: 'minAvailable' is greater than "
+            "'replicas' in task w: must be less than or equal to replicas (2)"
         ],
         id="task-minAvailable-at-most-replicas",
     ),
     pytest.param(
         job(task("w", 2, minAvailable=-1)),
-        ["spec.tasks[0].minAvailable: Invalid value: -1: must be greater than or equal to 0"],
+        ["spec.tasks[0].minAvailable: Invalid value: -1: should be greater than or equal to 0"],
         id="task-minAvailable-non-negative",
     ),
     pytest.param(
         job(task("w", 2, maxRetry=-1)),
-        ["spec.tasks[0].maxRetry: Invalid value: -1: must be greater than or equal to 0"],
+        ["spec.tasks[0].maxRetry: Invalid value: -1: should be greater than or equal to 0"],
         id="task-maxRetry-non-negative",
     ),
     pytest.param(
@@ -352,7 +355,7 @@ ELASTIC_CASES = [
     ),
     pytest.param(
         job(task("w", 4, minReplicas=0, maxReplicas=8)),
-        ["spec.tasks[0].minReplicas: Invalid value: 0: must be greater than or equal to 1"],
+        ["spec.tasks[0].minReplicas: Invalid value: 0: should be greater than or equal to 1"],
         id="elastic-minReplicas-at-least-1",
     ),
     pytest.param(
@@ -419,18 +422,12 @@ PLUGIN_CASES = [
     ),
     pytest.param(
         job(plugins={"mpi": ["--hosts=x", "--master=master"]}),
-        [
-            'spec.plugins[mpi][0]: Invalid value: "--hosts=x": unknown flag --hosts; supported '
-            "flags: --master, --worker, --port"
-        ],
-        id="mpi-unknown-flag-is-an-error-volcano-bug-19",
+        [],
+        id="mpi-unknown-flag-is-only-a-warning",
     ),
     pytest.param(
         job(plugins={"mpi": ["--port=abc"]}),
-        [
-            "spec.plugins[mpi][0]: Invalid value: \"--port=abc\": invalid integer value 'abc' for "
-            "--port"
-        ],
+        [],
         id="mpi-port-integer",
     ),
     pytest.param(
@@ -440,10 +437,7 @@ PLUGIN_CASES = [
     ),
     pytest.param(
         job(plugins={"svc": ["--disable-network-policy=maybe"]}),
-        [
-            'spec.plugins[svc][0]: Invalid value: "--disable-network-policy=maybe": invalid '
-            "boolean value 'maybe' for --disable-network-policy"
-        ],
+        [],
         id="svc-boolean-flag",
     ),
     pytest.param(
@@ -453,7 +447,7 @@ PLUGIN_CASES = [
     ),
     pytest.param(
         job(plugins={"env": ["extra"]}),
-        ['spec.plugins[env][0]: Invalid value: "extra": positional arguments are not accepted'],
+        [],
         id="env-takes-no-arguments",
     ),
     pytest.param(
@@ -482,7 +476,7 @@ VOLUME_CASES = [
     ),
     pytest.param(
         job(volumes=[{"mountPath": "", "volumeClaimName": "data"}]),
-        ["spec.volumes[0].mountPath: Required value"],
+        ["spec.volumes[0].mountPath: Required value: mountPath is required"],
         id="volume-mountPath-not-empty",
     ),
     pytest.param(
@@ -497,14 +491,14 @@ VOLUME_CASES = [
                 {"mountPath": "/d", "volumeClaimName": "b"},
             ]
         ),
-        ['spec.volumes[1].mountPath: Duplicate value: "/d"'],
+        ['spec.volumes[1].mountPath: Duplicate value: "/d": duplicated mountPath: /d'],
         id="volume-mountPath-unique",
     ),
     pytest.param(
         job(volumes=[{"mountPath": "/d"}]),
         [
-            "spec.volumes[0].volumeClaimName: Required value: either volumeClaim or "
-            "volumeClaimName must be specified"
+            "spec.volumes[0].volumeClaimName: Required value: either VolumeClaim or "
+            "VolumeClaimName must be specified"
         ],
         id="volume-needs-a-claim",
     ),
@@ -698,22 +692,36 @@ POLICY_CASES = [
     pytest.param(_policy(event="PodEvicted", action="RestartJob"), [], id="policy-valid"),
     pytest.param(
         _policy(event="PodFailed", exitCode=3, action="AbortJob"),
-        [f"{POLICY}.exitCode: Forbidden: must not be set together with event or events"],
+        [
+            "spec.policies[0].exitCode: Forbidden: must not specify event and exitCode "
+            "simultaneously: set event or events, or exitCode"
+        ],
         id="policy-event-xor-exitCode",
     ),
     pytest.param(
         _policy(action="AbortJob"),
-        [f"{POLICY}: Required value: one of event, events or exitCode is required"],
+        [
+            "spec.policies[0]: Required value: either event and exitCode should be specified: set "
+            "one of event, events or exitCode"
+        ],
         id="policy-needs-event-or-exitCode",
     ),
     pytest.param(
         _policy(event="PodRunning", action="AbortJob"),
-        [f'{POLICY}.event: Unsupported value: "PodRunning": supported values: {EVENTS}'],
+        [
+            'spec.policies[0].event: Unsupported value: "PodRunning": invalid policy event; '
+            'supported values: "*", "PodFailed", "PodEvicted", "PodPending", "Unknown", '
+            '"TaskCompleted", "TaskFailed", "JobUpdated"'
+        ],
         id="policy-event-supported",
     ),
     pytest.param(
         _policy(events=["PodFailed", "OutOfSync"], action="AbortJob"),
-        [f'{POLICY}.events[1]: Unsupported value: "OutOfSync": supported values: {EVENTS}'],
+        [
+            'spec.policies[0].events[1]: Unsupported value: "OutOfSync": invalid policy event; '
+            'supported values: "*", "PodFailed", "PodEvicted", "PodPending", "Unknown", '
+            '"TaskCompleted", "TaskFailed", "JobUpdated"'
+        ],
         id="policy-events-supported",
     ),
     pytest.param(
@@ -724,8 +732,9 @@ POLICY_CASES = [
             ]
         ),
         [
-            f'{POLICY}.event: Invalid value: "*": matches every event, so it must be the only '
-            "event in the list; remove the other events or the * policy"
+            'spec.policies[0].event: Invalid value: "*": if there\'s * here, no other policy '
+            "should be here: * matches every event, so it must be the only event in the list; "
+            "remove the other events or the * policy"
         ],
         id="policy-star-is-alone",
     ),
@@ -739,22 +748,35 @@ POLICY_CASES = [
     ),
     pytest.param(
         _policy(event="PodFailed"),
-        [f"{POLICY}.action: Required value: every policy needs an action"],
+        [
+            "spec.policies[0].action: Required value: invalid policy action: every policy needs "
+            "an action"
+        ],
         id="policy-action-required",
     ),
     pytest.param(
         _policy(exitCode=3),
-        [f"{POLICY}.action: Required value: every policy needs an action"],
+        [
+            "spec.policies[0].action: Required value: invalid policy action: every policy needs "
+            "an action"
+        ],
         id="policy-action-required-for-exitCode-volcano-bug-2",
     ),
     pytest.param(
         _policy(exitCode=3, action="SyncJob"),
-        [f'{POLICY}.action: Unsupported value: "SyncJob": supported values: {ACTIONS}'],
+        [
+            'spec.policies[0].action: Unsupported value: "SyncJob": invalid policy action; '
+            'supported values: "AbortJob", "RestartJob", "RestartTask", "RestartPod", '
+            '"TerminateJob", "CompleteJob", "ResumeJob", "RestartPartition"'
+        ],
         id="policy-action-supported-for-exitCode-volcano-bug-2",
     ),
     pytest.param(
         _policy(exitCode=0, action="AbortJob"),
-        [f"{POLICY}.exitCode: Invalid value: 0: 0 is not a valid exit code; use a non-zero code"],
+        [
+            "spec.policies[0].exitCode: Invalid value: 0: 0 is not a valid error code; use a "
+            "non-zero exit code"
+        ],
         id="policy-exitCode-non-zero",
     ),
     pytest.param(
@@ -764,7 +786,10 @@ POLICY_CASES = [
                 {"events": ["PodFailed"], "action": "RestartJob"},
             ]
         ),
-        ['spec.policies[1].events[0]: Duplicate value: "PodFailed"'],
+        [
+            'spec.policies[1].events[0]: Duplicate value: "PodFailed": duplicate event PodFailed '
+            "across different policy"
+        ],
         id="policy-event-once-per-list",
     ),
     pytest.param(
@@ -774,7 +799,7 @@ POLICY_CASES = [
                 {"exitCode": 2, "action": "RestartJob"},
             ]
         ),
-        ["spec.policies[1].exitCode: Duplicate value: 2"],
+        ["spec.policies[1].exitCode: Duplicate value: 2: duplicate exitCode 2"],
         id="policy-exitCode-once-per-list",
     ),
     pytest.param(
@@ -798,16 +823,22 @@ POLICY_CASES = [
             ]
         ),
         [
-            f'{POLICY}.event: Unsupported value: "Nope": supported values: {EVENTS}',
-            "spec.policies[1].exitCode: Invalid value: 0: 0 is not a valid exit code; use a "
-            "non-zero code",
-            "spec.policies[1].action: Required value: every policy needs an action",
+            'spec.policies[0].event: Unsupported value: "Nope": invalid policy event; supported '
+            'values: "*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted", '
+            '"TaskFailed", "JobUpdated"',
+            "spec.policies[1].exitCode: Invalid value: 0: 0 is not a valid error code; use a "
+            "non-zero exit code",
+            "spec.policies[1].action: Required value: invalid policy action: every policy needs "
+            "an action",
         ],
         id="policy-every-error-of-a-list-volcano-bug-6",
     ),
     pytest.param(
         job(task("w", 1, policies=[{"event": "TaskFailed"}])),
-        ["spec.tasks[0].policies[0].action: Required value: every policy needs an action"],
+        [
+            "spec.tasks[0].policies[0].action: Required value: invalid policy action: every "
+            "policy needs an action"
+        ],
         id="policy-task-list-path",
     ),
 ]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from webhook.defaulting import default_job
+from webhook.rules.wording import IMMUTABLE as IMMUTABLE_DETAIL
 from webhook.settings import Settings
 from webhook.validation import validate_update
 
@@ -111,29 +112,43 @@ def test_mutable_fields_may_change(edit: Callable[[Raw], None]) -> None:
 IMMUTABLE = [
     pytest.param(
         lambda j: spec(j).update(queue="other"),
-        ['spec.queue: Invalid value: "other": field is immutable'],
+        [
+            'spec.queue: Invalid value: "other": field is immutable: job updates may not change '
+            "fields other than minAvailable, priorityClassName, and the tasks' replicas, "
+            "minAvailable, minReplicas and maxReplicas"
+        ],
         id="queue",
     ),
     pytest.param(
         lambda j: spec(j).update(schedulerName="kube-batch"),
-        ['spec.schedulerName: Invalid value: "kube-batch": field is immutable'],
+        [
+            'spec.schedulerName: Invalid value: "kube-batch": field is immutable: job updates may '
+            "not change fields other than minAvailable, priorityClassName, and the tasks' "
+            "replicas, minAvailable, minReplicas and maxReplicas"
+        ],
         id="schedulerName",
     ),
     pytest.param(
         lambda j: spec(j).update(maxRetry=0),
-        ["spec.maxRetry: Invalid value: 0: field is immutable"],
+        [f"spec.maxRetry: Invalid value: 0: {IMMUTABLE_DETAIL}"],
         id="maxRetry",
     ),
     pytest.param(
         lambda j: worker(j).update(name="workers"),
-        ['spec.tasks[1].name: Invalid value: "workers": field is immutable'],
+        [
+            'spec.tasks[1].name: Invalid value: "workers": field is immutable: job updates may '
+            "not change fields other than minAvailable, priorityClassName, and the tasks' "
+            "replicas, minAvailable, minReplicas and maxReplicas"
+        ],
         id="task-name",
     ),
     pytest.param(
         lambda j: container(j).update(image="busybox:2"),
         [
-            'spec.tasks[1].template.spec.containers[0].image: Invalid value: "busybox:2": field is '
-            "immutable"
+            'spec.tasks[1].template.spec.containers[0].image: Invalid value: "busybox:2": field '
+            "is immutable: job updates may not change fields other than minAvailable, "
+            "priorityClassName, and the tasks' replicas, minAvailable, minReplicas and "
+            "maxReplicas"
         ],
         id="template",
     ),
@@ -141,43 +156,61 @@ IMMUTABLE = [
         lambda j: container(j)["resources"]["requests"].update(cpu="2"),
         [
             "spec.tasks[1].template.spec.containers[0].resources.requests[cpu]: Invalid value: "
-            '"2": field is immutable'
+            '"2": field is immutable: job updates may not change fields other than minAvailable, '
+            "priorityClassName, and the tasks' replicas, minAvailable, minReplicas and "
+            "maxReplicas"
         ],
         id="quantity-changed-by-value",
     ),
     pytest.param(
         lambda j: spec(j).update(plugins={"svc": []}),
-        ['spec.plugins: Invalid value: "<object>": field is immutable'],
+        [
+            'spec.plugins: Invalid value: "<object>": field is immutable: job updates may not '
+            "change fields other than minAvailable, priorityClassName, and the tasks' replicas, "
+            "minAvailable, minReplicas and maxReplicas"
+        ],
         id="plugins",
     ),
     pytest.param(
         lambda j: spec(j).update(policies=[{"event": "PodEvicted", "action": "RestartJob"}]),
-        ['spec.policies: Invalid value: "<list>": field is immutable'],
+        [
+            'spec.policies: Invalid value: "<list>": field is immutable: job updates may not '
+            "change fields other than minAvailable, priorityClassName, and the tasks' replicas, "
+            "minAvailable, minReplicas and maxReplicas"
+        ],
         id="policies",
     ),
     pytest.param(
         lambda j: spec(j).update(successPolicy={"rules": [{"succeededCount": 1}]}),
-        ['spec.successPolicy: Invalid value: "<object>": field is immutable'],
+        [
+            'spec.successPolicy: Invalid value: "<object>": field is immutable: job updates may '
+            "not change fields other than minAvailable, priorityClassName, and the tasks' "
+            "replicas, minAvailable, minReplicas and maxReplicas"
+        ],
         id="successPolicy",
     ),
     pytest.param(
         lambda j: spec(j)["volumes"][0].update(mountPath="/other"),
-        ['spec.volumes[0].mountPath: Invalid value: "/other": field is immutable'],
+        [
+            'spec.volumes[0].mountPath: Invalid value: "/other": field is immutable: job updates '
+            "may not change fields other than minAvailable, priorityClassName, and the tasks' "
+            "replicas, minAvailable, minReplicas and maxReplicas"
+        ],
         id="volume-mountPath",
     ),
     pytest.param(
         lambda j: spec(j)["tasks"].append(task("extra", 1)),
         [
-            "spec.tasks: Forbidden: tasks cannot be added or removed (the job has 2, the update "
-            "has 3)"
+            "spec.tasks: Forbidden: job updates may not add or remove tasks (the job has 2, the "
+            "update has 3)"
         ],
         id="task-added",
     ),
     pytest.param(
         lambda j: spec(j)["tasks"].pop(0),
         [
-            "spec.tasks: Forbidden: tasks cannot be added or removed (the job has 2, the update "
-            "has 1)",
+            "spec.tasks: Forbidden: job updates may not add or remove tasks (the job has 2, the "
+            "update has 1)",
             "spec.minAvailable: Invalid value: 3: must be less than or equal to 2, the sum over "
             "tasks of minReplicas (elastic tasks) or replicas (other tasks)",
         ],
@@ -186,8 +219,12 @@ IMMUTABLE = [
     pytest.param(
         lambda j: spec(j)["tasks"].reverse(),
         [
-            'spec.tasks[0].name: Invalid value: "worker": field is immutable',
-            'spec.tasks[1].name: Invalid value: "master": field is immutable',
+            'spec.tasks[0].name: Invalid value: "worker": field is immutable: job updates may not '
+            "change fields other than minAvailable, priorityClassName, and the tasks' replicas, "
+            "minAvailable, minReplicas and maxReplicas",
+            'spec.tasks[1].name: Invalid value: "master": field is immutable: job updates may not '
+            "change fields other than minAvailable, priorityClassName, and the tasks' replicas, "
+            "minAvailable, minReplicas and maxReplicas",
         ],
         id="task-order",
     ),
@@ -214,37 +251,35 @@ def test_claim_name_of_an_existing_pvc_volume_is_immutable() -> None:
     old = stored(volumes=[{"mountPath": "/d", "volumeClaimName": "data"}])
     new = changed(lambda j: spec(j)["volumes"][0].update(volumeClaimName="other"), old)
     assert errors(new, old) == [
-        'spec.volumes[0].volumeClaimName: Invalid value: "other": field is immutable'
+        f'spec.volumes[0].volumeClaimName: Invalid value: "other": {IMMUTABLE_DETAIL}'
     ]
 
 
 BOUNDS = [
     pytest.param(
         lambda j: worker(j).update(replicas=-1),
-        [
-            "spec.tasks[1].replicas: Invalid value: -1: must be greater than or equal to 0",
-        ],
+        ["spec.tasks[1].replicas: Invalid value: -1: should be greater than or equal to 0"],
         id="replicas-non-negative",
     ),
     pytest.param(
         lambda j: worker(j).update(replicas=3, minAvailable=4, minReplicas=None, maxReplicas=None),
         [
-            "spec.tasks[1].minAvailable: Invalid value: 4: must be less than or equal to replicas "
-            "(3)"
+            "spec.tasks[1].minAvailable: Invalid value: 4: 'minAvailable' is greater than "
+            "'replicas' in task worker: must be less than or equal to replicas (3)"
         ],
         id="task-minAvailable-at-most-replicas",
     ),
     pytest.param(
         lambda j: spec(j).update(minAvailable=6),
         [
-            "spec.minAvailable: Invalid value: 6: must be less than or equal to the total replicas "
-            "of all tasks (5)"
+            "spec.minAvailable: Invalid value: 6: job 'minAvailable' should not be greater than "
+            "total replicas (5, the sum of the tasks' replicas)"
         ],
         id="job-minAvailable-at-most-total",
     ),
     pytest.param(
         lambda j: spec(j).update(minAvailable=-1),
-        ["spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"],
+        ["spec.minAvailable: Invalid value: -1: should be greater than or equal to 0"],
         id="job-minAvailable-non-negative",
     ),
     pytest.param(
@@ -259,13 +294,13 @@ BOUNDS = [
     ),
     pytest.param(
         lambda j: spec(j).update(minAvailable=0),
-        ["spec.minAvailable: Invalid value: 0: must be greater than or equal to 1"],
-        id="job-minAvailable-zero-is-not-defaulted-on-update",
+        [],
+        id="job-minAvailable-zero-on-update-scales-to-zero",
     ),
     pytest.param(
         lambda j: spec(j).pop("minAvailable"),
-        ["spec.minAvailable: Required value: the gang size cannot be removed on update"],
-        id="job-minAvailable-cannot-be-removed",
+        [],
+        id="job-minAvailable-may-be-removed-scale-to-zero",
     ),
     pytest.param(
         lambda j: worker(j).update(replicas=9),
@@ -315,8 +350,8 @@ def test_min_success_stays_within_new_replicas() -> None:
     new = changed(lambda j: worker(j).update(replicas=2, minAvailable=2))
     new["spec"]["minSuccess"] = 5
     assert errors(new, old) == [
-        "spec.minSuccess: Invalid value: 5: must be less than or equal to the total replicas of "
-        "all tasks (3)"
+        "spec.minSuccess: Invalid value: 5: job 'minSuccess' should not be greater than total "
+        "replicas (3, the sum of the tasks' replicas)"
     ]
 
 
@@ -360,6 +395,6 @@ def test_a_bound_the_stored_job_already_broke_does_not_block_other_updates() -> 
     assert errors(new, old) == []
     worse = changed(lambda j: spec(j).update(minAvailable=10), old)
     assert errors(worse, old) == [
-        "spec.minAvailable: Invalid value: 10: must be less than or equal to the total replicas "
-        "of all tasks (5)"
+        "spec.minAvailable: Invalid value: 10: job 'minAvailable' should not be greater than "
+        "total replicas (5, the sum of the tasks' replicas)"
     ]

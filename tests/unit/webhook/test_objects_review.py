@@ -1,0 +1,65 @@
+"""The queue context gathered from the Queue cache: the parent, the chain of ancestors (root and
+cycles end it) and the other queues' hierarchies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.models import Queue
+from webhook.objects_review import _queue_context
+
+
+class Queues:
+    """An in-memory Queue cache (what webhook.queuecache.QueueCache answers)."""
+
+    def __init__(self, *queues: dict[str, Any]) -> None:
+        self.queues = {q["metadata"]["name"]: Queue.from_wire(q) for q in queues}
+
+    def get(self, name: str) -> Queue | None:
+        return self.queues.get(name)
+
+    def children(self, name: str) -> list[str]:
+        return sorted(n for n, q in self.queues.items() if q.spec.parent == name)
+
+    def hierarchies(self) -> dict[str, str]:
+        return {
+            n: q.metadata["annotations"]["volcano.sh/hierarchy"]
+            for n, q in self.queues.items()
+            if "volcano.sh/hierarchy" in (q.metadata.get("annotations") or {})
+        }
+
+
+def queue(name: str, parent: str | None = None, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if "hierarchy" in extra:
+        meta["annotations"] = {"volcano.sh/hierarchy": extra.pop("hierarchy")}
+    return {"metadata": meta, "spec": {"parent": parent, **extra}}
+
+
+def test_ancestors_from_the_parent_up_to_root() -> None:
+    view = Queues(
+        queue("root"),
+        queue("gp", "root", capability={"cpu": "8"}),
+        queue("p", "gp"),
+        queue("other", hierarchy="root/x/y"),
+    )
+    context = _queue_context(queue("q", "p", hierarchy="root/x"), view)
+    assert context.parent_exists is True
+    assert context.ancestors == [("p", {}), ("gp", {"cpu": "8"})]
+    assert context.hierarchies == {"other": "root/x/y"}
+
+
+def test_a_stored_cycle_or_a_missing_parent_ends_the_chain() -> None:
+    view = Queues(queue("a", "b"), queue("b", "a"))
+    assert [n for n, _ in _queue_context(queue("q", "a"), view).ancestors] == ["a", "b"]
+    missing = _queue_context(queue("q", "gone"), view)
+    assert (missing.parent_exists, missing.ancestors) == (False, [])
+
+
+def test_without_a_cache_nothing_is_known() -> None:
+    context = _queue_context(queue("q", "p"), None)
+    assert (context.parent_exists, list(context.ancestors), dict(context.hierarchies)) == (
+        None,
+        [],
+        {},
+    )

@@ -1,0 +1,338 @@
+"""AdmissionReviews of Volcano's other objects, at the paths of Volcano's webhook manager:
+Queues (`/queues/mutate`, `/queues/validate`), PodGroups (`/podgroups/mutate`,
+`/podgroups/validate`), Pods (`/pods/validate`) and HyperNodes (`/hypernodes/validate`).
+
+Bytes in, an Answer out, like `webhook.review` for Jobs; the rules are in `webhook.rules`. The two
+API reads some requests need (a namespace, a queue's PodGroups) come through `ClusterLookups`;
+when one fails the request is admitted with a warning that says what was not checked.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, runtime_checkable
+
+import jsonpatch
+
+from shared import labels
+from shared.fielderrors import FieldError, render
+from shared.models.topology import HYPERNODE_KIND, TOPOLOGY_GROUP, TOPOLOGY_VERSION
+from webhook.clusterlookups import ClusterLookups, ClusterReadError
+from webhook.review import (
+    ADMISSION_V1,
+    ADMISSION_VERSIONS,
+    Answer,
+    Kind,
+    QueueLookup,
+    Result,
+    decode,
+)
+from webhook.rules import hypernodes, podgroups, pods, queues
+from webhook.rules.verdict import Verdict
+from webhook.settings import Settings
+from webhook.validation import QueueView
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Target:
+    group: str
+    version: str
+    resource: str
+    kind: str
+
+    def describe(self) -> str:
+        return f"{self.group or 'core'}/{self.version} {self.resource}"
+
+
+QUEUE: Final = Target(labels.SCHEDULING_GROUP, labels.SCHEDULING_VERSION, "queues", "Queue")
+PODGROUP: Final = Target(
+    labels.SCHEDULING_GROUP, labels.SCHEDULING_VERSION, "podgroups", "PodGroup"
+)
+POD: Final = Target("", "v1", "pods", "Pod")
+HYPERNODE: Final = Target(TOPOLOGY_GROUP, TOPOLOGY_VERSION, "hypernodes", HYPERNODE_KIND)
+
+
+@dataclass(frozen=True)
+class Request:
+    review: dict[str, Any]
+    request: dict[str, Any]
+    uid: str
+    operation: str
+
+    @property
+    def object(self) -> Any:
+        return self.request.get("object")
+
+    @property
+    def old_object(self) -> Any:
+        return self.request.get("oldObject")
+
+
+def _respond(req: Request, response: dict[str, Any], result: Result) -> Answer:
+    version = req.review.get("apiVersion")
+    body = {
+        "apiVersion": version if version in ADMISSION_VERSIONS else ADMISSION_V1,
+        "kind": "AdmissionReview",
+        "response": {"uid": req.uid, **response},
+    }
+    return Answer(200, body, result, list(response.get("warnings", [])))
+
+
+def _refuse(req: Request, message: str) -> Answer:
+    status = {"status": "Failure", "code": 400, "reason": "BadRequest", "message": message}
+    return _respond(req, {"allowed": False, "status": status}, Result.DENIED)
+
+
+def _allow(req: Request, warnings: list[str], original: Any = None, patched: Any = None) -> Answer:
+    response: dict[str, Any] = {"allowed": True}
+    if patched is not None:
+        patch = jsonpatch.make_patch(original, patched).patch
+        if patch:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    if warnings:
+        response["warnings"] = warnings
+    return _respond(req, response, Result.ALLOWED)
+
+
+def _name(req: Request) -> str:
+    for obj in (req.object, req.old_object):
+        if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
+            name = obj["metadata"].get("name")
+            if name:
+                return str(name)
+    return str(req.request.get("name") or "")
+
+
+def _deny(req: Request, target: Target, errors: list[FieldError], warnings: list[str]) -> Answer:
+    status = {
+        "status": "Failure",
+        "code": 422,
+        "reason": "Invalid",
+        "message": render(errors),
+        "details": {
+            "name": _name(req),
+            "group": target.group,
+            "kind": target.kind,
+            "causes": [e.as_cause() for e in errors],
+        },
+    }
+    response: dict[str, Any] = {"allowed": False, "status": status}
+    if warnings:
+        response["warnings"] = warnings
+    return _respond(req, response, Result.DENIED)
+
+
+def _verdict(req: Request, target: Target, verdict: Verdict) -> Answer:
+    if verdict.errors:
+        return _deny(req, target, verdict.errors, verdict.warnings)
+    return _allow(req, verdict.warnings)
+
+
+def _open(body: bytes, target: Target, operations: tuple[str, ...]) -> Request | Answer:
+    decoded = decode(body)
+    if isinstance(decoded, Answer):
+        return decoded
+    review, request, uid = decoded
+    req = Request(review, request, uid, str(request.get("operation") or ""))
+    resource = request.get("resource")
+    if not isinstance(resource, dict) or (
+        resource.get("group", ""),
+        resource.get("version"),
+        resource.get("resource"),
+    ) != (target.group, target.version, target.resource):
+        return _refuse(req, f"expected resource {target.describe()}, got {resource!r}")
+    if request.get("subResource"):
+        return _refuse(
+            req,
+            f"expected the {target.resource} resource itself, got its subresource "
+            f"{request.get('subResource')!r}",
+        )
+    if req.operation not in operations:
+        return _refuse(req, f"expected operation {' or '.join(operations)}, got {req.operation!r}")
+    if req.operation != "DELETE" and not isinstance(req.object, dict):
+        return _refuse(req, f"the request has no {target.kind} object")
+    return req
+
+
+ObjectAnswerFn = Callable[[Kind, bytes, Settings, QueueLookup, "ClusterLookups | None"], Answer]
+
+
+def answer_queue(
+    kind: Kind,
+    body: bytes,
+    settings: Settings,
+    queue_lookup: QueueLookup,
+    cluster: ClusterLookups | None,
+) -> Answer:
+    operations = ("CREATE",) if kind is Kind.MUTATE else ("CREATE", "UPDATE", "DELETE")
+    req = _open(body, QUEUE, operations)
+    if isinstance(req, Answer):
+        return req
+    if kind is Kind.MUTATE:
+        return _allow(req, [], req.object, queues.default_queue(req.object))
+    view, skipped = queue_lookup()
+    warnings = [skipped] if skipped else []
+    if req.operation == "DELETE":
+        stored = req.old_object if isinstance(req.old_object, dict) else {}
+        status = stored.get("status") if isinstance(stored.get("status"), dict) else {}
+        name = str(req.request.get("name") or _name(req))
+        podgroup_names: list[str] | None = None
+        if cluster is not None:
+            try:
+                podgroup_names = cluster.queue_podgroups(name)
+            except ClusterReadError as exc:
+                warnings.append(f"the queue's PodGroups were not checked: {exc}")
+        facts = queues.DeletionFacts(
+            name=name,
+            state=status.get("state") if isinstance(status, dict) else None,
+            children=view.children(name) if view is not None else [],
+            podgroups=podgroup_names,
+            require_closed=settings.queue_delete_requires_closed,
+        )
+        return _verdict(req, QUEUE, Verdict(queues.validate_deletion(facts), warnings))
+    old: Any = req.old_object if req.operation == "UPDATE" else None
+    errors = queues.validate_queue(req.object, old, _queue_context(req.object, view))
+    return _verdict(req, QUEUE, Verdict(errors, warnings))
+
+
+@runtime_checkable
+class HierarchyView(Protocol):
+    def hierarchies(self) -> dict[str, str]: ...
+
+
+# Deeper parent chains than this are not followed (a cycle stored without the webhook ends too).
+MAX_QUEUE_DEPTH: Final = 32
+
+
+def _queue_context(queue: dict[str, Any], view: QueueView | None) -> queues.QueueContext:
+    if view is None:
+        return queues.QueueContext()
+    name = str((queue.get("metadata") or {}).get("name") or "")
+    parent = (queue.get("spec") or {}).get("parent")
+    parent_exists = None
+    ancestors: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(parent, str) and parent:
+        parent_exists = view.get(parent) is not None
+        seen = {name}
+        current: str | None = parent
+        while current and current != labels.ROOT_QUEUE and current not in seen:
+            if len(ancestors) >= MAX_QUEUE_DEPTH:
+                break
+            found = view.get(current)
+            if found is None:
+                break
+            seen.add(current)
+            ancestors.append((current, found.spec.capability or {}))
+            current = found.spec.parent
+    hierarchies = view.hierarchies() if isinstance(view, HierarchyView) else {}
+    hierarchies.pop(name, None)
+    return queues.QueueContext(parent_exists, ancestors, hierarchies)
+
+
+def answer_podgroup(
+    kind: Kind,
+    body: bytes,
+    settings: Settings,
+    queue_lookup: QueueLookup,
+    cluster: ClusterLookups | None,
+) -> Answer:
+    req = _open(body, PODGROUP, ("CREATE",))
+    if isinstance(req, Answer):
+        return req
+    obj: dict[str, Any] = req.object
+    if kind is Kind.MUTATE:
+        namespace = str(
+            req.request.get("namespace") or (obj.get("metadata") or {}).get("namespace") or ""
+        )
+        spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+        if (
+            cluster is None
+            or not namespace
+            or spec.get("queue") not in (None, "", podgroups.DEFAULT_QUEUE)
+        ):
+            return _allow(req, [])
+        try:
+            namespace_queue = cluster.namespace_queue(namespace)
+        except ClusterReadError as exc:
+            return _allow(
+                req, [f"spec.queue: the namespace's queue annotation was not read: {exc}"]
+            )
+        return _allow(req, [], obj, podgroups.default_podgroup_queue(obj, namespace_queue))
+    view, skipped = queue_lookup()
+    warnings = [skipped] if skipped else []
+    spec = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+    queue_name = spec.get("queue")
+    queue = view.get(str(queue_name)) if view is not None and queue_name else None
+    errors = podgroups.validate_podgroup(obj, queue, check_queue=view is not None)
+    return _verdict(req, PODGROUP, Verdict(errors, warnings))
+
+
+def answer_pod(
+    kind: Kind,
+    body: bytes,
+    settings: Settings,
+    queue_lookup: QueueLookup,
+    cluster: ClusterLookups | None,
+) -> Answer:
+    req = _open(body, POD, ("CREATE",))
+    if isinstance(req, Answer):
+        return req
+    return _verdict(req, POD, pods.validate_pod(req.object, (settings.scheduler_name,)))
+
+
+def answer_hypernode(
+    kind: Kind,
+    body: bytes,
+    settings: Settings,
+    queue_lookup: QueueLookup,
+    cluster: ClusterLookups | None,
+) -> Answer:
+    req = _open(body, HYPERNODE, ("CREATE", "UPDATE"))
+    if isinstance(req, Answer):
+        return req
+    return _verdict(req, HYPERNODE, hypernodes.validate_hypernode(req.object))
+
+
+# path -> (kind, answer function)
+ROUTES: Final[dict[str, tuple[Kind, ObjectAnswerFn]]] = {
+    labels.QUEUE_MUTATE_PATH: (Kind.MUTATE, answer_queue),
+    labels.QUEUE_VALIDATE_PATH: (Kind.VALIDATE, answer_queue),
+    labels.PODGROUP_MUTATE_PATH: (Kind.MUTATE, answer_podgroup),
+    labels.PODGROUP_VALIDATE_PATH: (Kind.VALIDATE, answer_podgroup),
+    labels.POD_VALIDATE_PATH: (Kind.VALIDATE, answer_pod),
+    labels.HYPERNODE_VALIDATE_PATH: (Kind.VALIDATE, answer_hypernode),
+}
+
+
+def guarded(
+    answer_fn: ObjectAnswerFn,
+    kind: Kind,
+    body: bytes,
+    settings: Settings,
+    queue_lookup: QueueLookup,
+    cluster: ClusterLookups | None,
+) -> Answer:
+    """Never raises: an unexpected failure on a readable review is a denial that says so."""
+    try:
+        return answer_fn(kind, body, settings, queue_lookup, cluster)
+    except Exception as exc:
+        log.exception("admission failed", extra={"webhook": kind.value})
+        decoded = decode(body)
+        if isinstance(decoded, Answer):
+            return decoded
+        review, request, uid = decoded
+        req = Request(review, request, uid, str(request.get("operation") or ""))
+        status = {
+            "status": "Failure",
+            "code": 500,
+            "reason": "InternalError",
+            "message": f"the webhook could not evaluate the request: {type(exc).__name__}",
+        }
+        return _respond(req, {"allowed": False, "status": status}, Result.DENIED)

@@ -1,0 +1,90 @@
+"""PodGroup admission as Volcano's webhook manager does it: the queue from the namespace's
+`scheduling.volcano.sh/queue-name` annotation (mutation), PodGroups only into Open queues and one
+network tier named at a time (validation)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Final
+
+from shared.fielderrors import FieldError, Path
+from shared.models import Queue
+
+QUEUE_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
+DEFAULT_QUEUE: Final = "default"
+
+
+def default_podgroup_queue(podgroup: dict[str, Any], namespace_queue: str | None) -> dict[str, Any]:
+    """The PodGroup with `spec.queue` taken from its namespace's queue annotation, when the group
+    names no queue or `default` (as in Volcano; the CRD defaults an absent queue to `default`)."""
+    out = copy.deepcopy(podgroup)
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        spec = out["spec"] = {}
+    if namespace_queue and spec.get("queue") in (None, "", DEFAULT_QUEUE):
+        spec["queue"] = namespace_queue
+    return out
+
+
+def validate_queue_open(queue_name: Any, queue: Queue | None, path: Path) -> list[FieldError]:
+    """The PodGroup's queue exists and is Open (a queue no controller has given a state yet
+    counts as Open, as for Jobs)."""
+    if queue_name in (None, ""):
+        return []
+    if queue is None:
+        return [
+            FieldError.not_found(
+                path,
+                queue_name,
+                f'unable to find queue: queue.scheduling.volcano.sh "{queue_name}" not found',
+            )
+        ]
+    if not queue.is_open:
+        state = queue.status.state if queue.status else ""
+        return [
+            FieldError.invalid(
+                path,
+                queue_name,
+                f"can only submit PodGroup to queue with state `Open`, queue `{queue_name}` "
+                f"status is `{state}`",
+            )
+        ]
+    return []
+
+
+def validate_network_topology(topology: Any, path: Path, where: str = "") -> list[FieldError]:
+    if not isinstance(topology, dict):
+        return []
+    if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
+        return [
+            FieldError.forbidden(
+                path.child("highestTierName"),
+                f"{where}must not specify 'highestTierAllowed' and 'highestTierName' in "
+                "networkTopology simultaneously",
+            )
+        ]
+    return []
+
+
+def validate_podgroup(podgroup: Any, queue: Queue | None, check_queue: bool) -> list[FieldError]:
+    """A PodGroup on CREATE: every problem at once."""
+    spec = podgroup.get("spec") if isinstance(podgroup, dict) else None
+    if not isinstance(spec, dict):
+        spec = {}
+    spec_path = Path.of("spec")
+    errors: list[FieldError] = []
+    if check_queue:
+        errors += validate_queue_open(spec.get("queue"), queue, spec_path.child("queue"))
+    errors += validate_network_topology(
+        spec.get("networkTopology"), spec_path.child("networkTopology")
+    )
+    policies = spec.get("subGroupPolicy")
+    if isinstance(policies, list):
+        for i, policy in enumerate(policies):
+            if isinstance(policy, dict):
+                errors += validate_network_topology(
+                    policy.get("networkTopology"),
+                    spec_path.child("subGroupPolicy").index(i).child("networkTopology"),
+                    f"in subGroupPolicy '{policy.get('name') or ''}': ",
+                )
+    return errors
