@@ -44,4 +44,7 @@ def test_scale_a_running_job_to_zero_and_back(kubelet: Kubelet, job_name: str) -
         "a gang of 2",
         lambda: ((kubelet.pod_group(job_name) or {}).get("spec") or {}).get("minMember") == 2,
     )
+    # The new pods were Pending for a moment (more than total - minAvailable): the job may have
+    # passed through Pending; with both running it is Running and stays so.
+    kubelet.wait("Running again", lambda: kubelet.phase(job_name) == "Running")
     kubelet.hold("Running", lambda: kubelet.phase(job_name) == "Running", 3.0)
