@@ -533,8 +533,8 @@ def gang_phase(
 
     Pending → Inqueue when admitted; Inqueue → Running once `minMember` run or succeeded. An
     admitted gang with running members but fewer than `minMember` ready is Unknown (Volcano's
-    scheduler: running tasks and the gang unschedulable in this session); Unknown → Running once
-    `minMember` are ready again, → Pending when none runs."""
+    scheduler: running tasks and the gang unschedulable in one scheduling cycle); Unknown →
+    Running once `minMember` are ready again, → Pending when none runs."""
     phase = INQUEUE if admitted_now else (current or PENDING)
     if phase in ADMITTED_PHASES and running > 0 and ready < min_member:
         return UNKNOWN
