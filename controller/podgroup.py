@@ -84,9 +84,8 @@ def _container_amounts(
 
 
 def _pod_amounts(
-    task: TaskSpec, styles: dict[str, str] | None = None, *, limits: bool = False
+    spec: Mapping[str, Any], styles: dict[str, str] | None = None, *, limits: bool = False
 ) -> dict[str, Decimal]:
-    spec = (task.template or {}).get("spec") or {}
     total = quantity.add_quantities(
         *(_container_amounts(c, styles, limits=limits) for c in spec.get("containers") or [])
     )
@@ -96,23 +95,34 @@ def _pod_amounts(
     return total
 
 
+def _template_spec(task: TaskSpec) -> Mapping[str, Any]:
+    return (task.template or {}).get("spec") or {}
+
+
 def pod_requests(task: TaskSpec, styles: dict[str, str] | None = None) -> dict[str, Decimal]:
     """A pod's requests as quota sees them: max(Σ containers, largest init container)."""
-    return _pod_amounts(task, styles)
+    return _pod_amounts(_template_spec(task), styles)
 
 
-def pod_usage(task: TaskSpec, styles: dict[str, str] | None = None) -> dict[str, Decimal]:
+def pod_spec_usage(
+    spec: Mapping[str, Any], styles: dict[str, str] | None = None
+) -> dict[str, Decimal]:
     """One pod's quota usage under the keys Volcano writes into `minResources`: `count/pods`
     and `pods`; every request as its bare name and `requests.<name>`; `limits.<name>` for
-    cpu, memory and ephemeral-storage."""
+    cpu, memory and ephemeral-storage. For a job's tasks and for plain workloads' pods alike."""
     usage: dict[str, Decimal] = {"count/pods": Decimal(1), "pods": Decimal(1)}
-    for name, value in pod_requests(task, styles).items():
+    for name, value in _pod_amounts(spec, styles).items():
         usage[name] = value
         usage[f"requests.{name}"] = value
-    for name, value in _pod_amounts(task, styles, limits=True).items():
+    for name, value in _pod_amounts(spec, styles, limits=True).items():
         if name in _LIMITED:
             usage[f"limits.{name}"] = value
     return usage
+
+
+def pod_usage(task: TaskSpec, styles: dict[str, str] | None = None) -> dict[str, Decimal]:
+    """`pod_spec_usage` of one pod of the task."""
+    return pod_spec_usage(_template_spec(task), styles)
 
 
 def _priority(task: TaskSpec, job: Job, priority_values: Mapping[str, int]) -> int:

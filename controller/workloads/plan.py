@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
-from controller.podgroup import render_quantity
+from controller.podgroup import pod_spec_usage, render_quantity
 from shared import labels, quantity
 
 WireObject = dict[str, Any]
@@ -45,7 +45,6 @@ COPIED_LABELS: Final = (PREEMPTABLE, COOLDOWN_TIME)
 # The owners whose annotations are read (Volcano's list).
 ANNOTATED_OWNER_KINDS: Final = frozenset({"ReplicaSet", "DaemonSet", "StatefulSet", "Job"})
 STATEFULSET_REVISION_LABEL: Final = "controller-revision-hash"
-_LIMITED: Final = ("cpu", "memory", "ephemeral-storage")
 
 
 def needs_podgroup(pod: Mapping[str, Any], scheduler_names: Iterable[str]) -> bool:
@@ -120,45 +119,10 @@ def min_member(owner_annotations: Mapping[str, str]) -> int:
     return value if 0 <= value < 2**31 else 1
 
 
-def _container_amounts(container: Mapping[str, Any], *, limits: bool) -> dict[str, Decimal]:
-    resources = container.get("resources") or {}
-    # Requests default to limits when only limits are given (API server defaulting).
-    sources = (
-        (resources.get("limits") or {},)
-        if limits
-        else (resources.get("limits") or {}, resources.get("requests") or {})
-    )
-    amounts: dict[str, Decimal] = {}
-    for source in sources:
-        for name, raw in source.items():
-            value = quantity.try_parse(raw)
-            if value is not None:
-                amounts[str(name)] = value
-    return amounts
-
-
-def _pod_amounts(spec: Mapping[str, Any], *, limits: bool) -> dict[str, Decimal]:
-    total = quantity.add_quantities(
-        *(_container_amounts(c, limits=limits) for c in spec.get("containers") or [])
-    )
-    for init in spec.get("initContainers") or []:
-        for name, value in _container_amounts(init, limits=limits).items():
-            total[name] = max(total.get(name, Decimal(0)), value)
-    return total
-
-
 def pod_quota_usage(pod: Mapping[str, Any]) -> dict[str, Decimal]:
-    """What the pod counts in resource quota: `pods`, `count/pods`, each request by its bare name
-    and as `requests.<name>`, and `limits.<name>` for cpu, memory and ephemeral-storage."""
-    spec = pod.get("spec") or {}
-    usage: dict[str, Decimal] = {"count/pods": Decimal(1), "pods": Decimal(1)}
-    for name, value in _pod_amounts(spec, limits=False).items():
-        usage[name] = value
-        usage[f"requests.{name}"] = value
-    for name, value in _pod_amounts(spec, limits=True).items():
-        if name in _LIMITED:
-            usage[f"limits.{name}"] = value
-    return usage
+    """What the pod counts in resource quota (`controller.podgroup.pod_spec_usage`, the job
+    controller's rule for its tasks' pods)."""
+    return pod_spec_usage(pod.get("spec") or {})
 
 
 def network_topology(pod_annotations: Mapping[str, str]) -> WireObject | None:
