@@ -10,10 +10,13 @@ from typing import Any, Final
 
 import yaml
 
+from shared import plugins
+
 WireObject = dict[str, Any]
 
 JOB_TYPE_LABEL: Final = "volcano.sh/job-type"
 NO_RESOURCES: Final = "No resources found"
+UNKNOWN_PLUGIN: Final = "  (not a vcjob plugin: ignored)"
 # (header, width) of `vcctl job list`; Name and Namespace are sized to their longest value.
 JOB_COLUMNS: Final = (
     ("Creation", 15),
@@ -212,9 +215,13 @@ def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> st
     _lines(out, 0, "Spec")
     _lines(out, 1, "Min Available", spec.get("minAvailable", ""))
     _lines(out, 1, "Plugins")
-    # Every plugin of the job with its arguments (vcctl shows only env and ssh).
+    # Every plugin of the job with its arguments (vcctl shows only env and ssh); one vcjob does
+    # not know (shared.plugins) is said to be ignored, as the controller ignores it.
     for plugin, arguments in (spec.get("plugins") or {}).items():
-        _lines(out, 2, plugin.capitalize(), json.dumps(arguments))
+        shown = json.dumps(arguments)
+        if plugins.get(plugin) is None:
+            shown += UNKNOWN_PLUGIN
+        _lines(out, 2, plugin.capitalize(), shown)
     _lines(out, 1, "Queue", spec.get("queue", ""))
     _lines(out, 1, "Scheduler Name", spec.get("schedulerName", ""))
     _lines(out, 1, "Tasks")

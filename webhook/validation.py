@@ -17,11 +17,11 @@ from typing import Any, Final, Protocol
 from pydantic import ValidationError
 
 from shared import indexranges, names, pluginargs, quantity
+from shared import plugins as registry
 from shared.duration import parse_duration
 from shared.fielderrors import FieldError, Path
 from shared.models import (
     FINISHED_PHASES,
-    SUPPORTED_PLUGINS,
     TOPOLOGY_POLICIES,
     Job,
     LifecyclePolicy,
@@ -31,6 +31,7 @@ from shared.models import (
     TaskSpec,
 )
 from shared.models.job import NetworkTopology
+from shared.plugins import PluginCheck
 from webhook import jobcontrol, memo, podtemplate
 from webhook.defaulting import copy_json, defaulted_view
 from webhook.rules import lifecycle, wording
@@ -41,7 +42,6 @@ TASKS: Final = SPEC.child("tasks")
 EVENTS: Final = tuple(e.value for e in PolicyEvent)
 ACTIONS: Final = tuple(a.value for a in PolicyAction)
 ITERATIONS: Final = ("any", "all")
-MAX_PORT: Final = 65535
 # Placeholder length of the random suffix the API server appends to metadata.generateName.
 GENERATED_SUFFIX: Final = "x" * 5
 # Fields of `spec` that may change on UPDATE (admission.md, "Validation on UPDATE").
@@ -239,6 +239,7 @@ class _Rules:
     reading: Reading
     job: Job
     errors: list[FieldError] = field(default_factory=list)
+    recall: memo.Recall = memo.fresh
 
     def min_available_is_task_sum(self) -> bool:
         """spec.minAvailable equals Σ task minAvailable (what the default gives). Its upper
@@ -798,7 +799,9 @@ def _check_templates(rules: _Rules) -> None:
     for i, task in enumerate(rules.tasks):
         where = TASKS.index(i)
         if rules.ok(where.child("template")) and task.template not in valid:
-            found = podtemplate.validate_template(task.template, where.child("template"))
+            found = podtemplate.validate_template(
+                task.template, where.child("template"), rules.recall
+            )
             rules.errors.extend(found)
             if not found:
                 valid.append(task.template)
@@ -813,48 +816,15 @@ def _check_plugins(rules: _Rules) -> None:
     base = SPEC.child("plugins")
     for plugin, arguments in plugins.items():
         where = base.key(plugin)
-        if plugin not in SUPPORTED_PLUGINS:
-            rules.add(FieldError.not_supported(where, plugin, SUPPORTED_PLUGINS))
+        descriptor = registry.get(plugin)
+        if descriptor is None:
+            rules.add(FieldError.not_supported(where, plugin, registry.names()))
             continue
         # Argument problems are warnings (webhook.rules.job_warnings): Volcano admits them and
         # its controller reads the flags up to the first one, as vcjob's does.
         parsed = pluginargs.parse(plugin, arguments)
-        port = parsed.values.get("port")
-        if isinstance(port, int) and not 1 <= port <= MAX_PORT:
-            rules.add(
-                FieldError.invalid(where, arguments, f"--port must be between 1 and {MAX_PORT}")
-            )
-        if plugin == "ray":
-            head = parsed.string("head")
-            if head not in rules.task_names():
-                # Volcano admits it and then fails every sync of the job.
-                rules.add(
-                    FieldError.invalid(
-                        where,
-                        arguments,
-                        f'the ray head task "{head}" does not exist in spec.tasks '
-                        "(set it with --head=<task>)",
-                    )
-                )
-        for name in ("dashboardPort", "clientPort"):
-            value = parsed.values.get(name)
-            if isinstance(value, int) and not 1 <= value <= MAX_PORT:
-                rules.add(
-                    FieldError.invalid(
-                        where, arguments, f"--{name} must be between 1 and {MAX_PORT}"
-                    )
-                )
-        if plugin == "mpi":
-            master = parsed.string("master")
-            if master not in rules.task_names():
-                rules.add(
-                    FieldError.invalid(
-                        where,
-                        arguments,
-                        f'the mpi master task "{master}" does not exist in spec.tasks '
-                        "(set it with --master=<task>)",
-                    )
-                )
+        check = PluginCheck(arguments, parsed, rules.task_names(), where)
+        rules.errors.extend(descriptor.validate(check))
 
 
 def _check_volumes(rules: _Rules) -> None:
@@ -954,10 +924,13 @@ def _is_object(value: object) -> bool:
 
 
 def validate_create(
-    raw: dict[str, Any], queues: QueueView | None, settings: Settings
+    raw: dict[str, Any],
+    queues: QueueView | None,
+    settings: Settings,
+    recall: memo.Recall = memo.fresh,
 ) -> list[FieldError]:
     """Every problem of a new Job, judged on its defaulted form. `queues` None skips the queue
-    check (no Queue CRD, or the check is off)."""
+    check (no Queue CRD, or the check is off); `recall` may remember the spec's problems."""
     if not _is_object(raw):
         return [FieldError.invalid(Path(), _shown(raw), "must be a Job object")]
     defaulted = defaulted_view(raw, settings.scheduler_name)
@@ -967,7 +940,9 @@ def validate_create(
     rules = _Rules(reading, reading.job, list(reading.errors))
     job_name = _job_name(rules)
     _check_task_names(rules, job_name)
-    first, last = _spec_problems(raw.get("spec"), reading, rules.job, settings.scheduler_name)
+    first, last = _spec_problems(
+        raw.get("spec"), reading, rules.job, settings.scheduler_name, recall
+    )
     rules.errors.extend(first)
     rules.errors.extend(jobcontrol.create_errors(raw))
     if queues is not None:
@@ -978,24 +953,30 @@ def validate_create(
 
 
 SpecProblems = tuple[tuple[FieldError, ...], tuple[FieldError, ...]]
-# `_spec_problems` by digest of the scheduler name and the raw spec.
-_SPEC_PROBLEMS: Final[memo.Memo[SpecProblems]] = memo.Memo(memo.ENTRIES)
+# First part of the memo keys of spec problems (`_spec_problems`).
+MEMO_TAG: Final = b"spec"
 
 
-def _spec_problems(raw_spec: Any, reading: Reading, job: Job, scheduler_name: str) -> SpecProblems:
+def _spec_problems(
+    raw_spec: Any, reading: Reading, job: Job, scheduler_name: str, recall: memo.Recall
+) -> SpecProblems:
     """The problems found by the checks that read the (defaulted) spec alone: those before the
     queue check and those after it, in the order the checks run.
 
     They depend on the raw spec and the scheduler name only (defaulting reads nothing else),
-    and jobs made from one manifest share their spec: they are worked out once per spec. A
-    Job with a value that could not be read (then `reading.broken` is not empty) is rare and
-    always worked out afresh.
+    and jobs made from one manifest share their spec: `recall` may remember them by the spec's
+    digest. A Job with a value that could not be read (then `reading.broken` is not empty) is
+    rare and always worked out afresh.
     """
     encoded = None if reading.broken else memo.encoding(raw_spec)
-    key = memo.digest(scheduler_name.encode(), encoded) if encoded is not None else None
-    if key is not None and (found := _SPEC_PROBLEMS.get(key)) is not None:
-        return found
-    first = _Rules(reading, job)
+    if encoded is None:
+        return _work_out_spec_problems(reading, job, recall)
+    key = memo.digest(MEMO_TAG, scheduler_name.encode(), encoded)
+    return recall(key, lambda: _work_out_spec_problems(reading, job, recall))
+
+
+def _work_out_spec_problems(reading: Reading, job: Job, recall: memo.Recall) -> SpecProblems:
+    first = _Rules(reading, job, recall=recall)
     _check_task_bounds(first)
     _check_depends_on(first)
     _check_templates(first)
@@ -1008,10 +989,7 @@ def _spec_problems(raw_spec: Any, reading: Reading, job: Job, scheduler_name: st
     _check_volumes(first)
     last = _Rules(reading, job)
     _check_success_policy(last)
-    problems = (tuple(first.errors), tuple(last.errors))
-    if key is not None:
-        _SPEC_PROBLEMS.put(key, problems)
-    return problems
+    return (tuple(first.errors), tuple(last.errors))
 
 
 # ---------------------------------------------------------------------------------------------
