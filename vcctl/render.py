@@ -11,6 +11,7 @@ from typing import Any, Final
 import yaml
 
 from shared import plugins
+from shared.rfc3339 import parse_time
 
 WireObject = dict[str, Any]
 
@@ -54,8 +55,8 @@ def _creation(obj: WireObject, zone: tzinfo | None) -> str:
     stamp = (obj.get("metadata") or {}).get("creationTimestamp")
     if not stamp:
         return ""
-    moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    return moment.astimezone(zone).strftime("%Y-%m-%d")
+    moment = parse_time(stamp)
+    return moment.astimezone(zone).strftime("%Y-%m-%d") if moment else ""
 
 
 def _replicas(job: WireObject) -> int:
@@ -152,9 +153,9 @@ def _json_or_none(value: Any) -> str:
 
 
 def _age(stamp: Any, now: datetime) -> str:
-    if not stamp:
+    moment = parse_time(stamp)
+    if moment is None:
         return "<unknown>"
-    moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
     seconds = max(0, int((now - moment).total_seconds()))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
