@@ -23,7 +23,11 @@ from shared.rfc3339 import format_time, parse_time
             "2026-01-02T03:04:05Z",
             id="offset-to-utc",
         ),
-        pytest.param(datetime(2026, 1, 2, 3, 4, 5), "2026-01-02T03:04:05Z", id="naive-is-utc"),
+        pytest.param(
+            datetime(2026, 1, 2, 3, 4, 5),  # noqa: DTZ001 - a naive time on purpose
+            "2026-01-02T03:04:05Z",
+            id="naive-is-utc",
+        ),
     ],
 )
 def test_format_time(moment: datetime, text: str) -> None:
