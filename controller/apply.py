@@ -37,6 +37,7 @@ from kubeio.errors import (
 )
 from kubeio.events import EventRecorder
 from shared.labels import OUT_OF_SYNC_KEY
+from shared.objectkeys import object_key
 
 log = logging.getLogger(__name__)
 
@@ -353,5 +354,4 @@ def job_gone_reason(job: WireObject, fresh: WireObject | None, uid: str | None) 
     return None
 
 
-def _key(job: WireObject) -> str:
-    return f"{job['metadata'].get('namespace')}/{job['metadata'].get('name')}"
+_key = object_key

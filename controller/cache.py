@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.model import PodEdge
+from shared import objectkeys
 from shared.labels import JOB_NAME_KEY, OUT_OF_SYNC_KEY
+from shared.objectkeys import object_key
 
 WireObject = dict[str, Any]
 
@@ -37,12 +39,6 @@ KINDS = (
 # Edges kept per job at most; a job that is never reconciled must not grow memory forever.
 MAX_EDGES_PER_JOB = 10_000
 MAX_TOMBSTONES = 50_000
-
-
-def object_key(obj: WireObject) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace") or ""
-    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
 
 
 def _uid(obj: WireObject) -> str:
@@ -199,7 +195,7 @@ class Cache:
         """Read-your-deletes: an object our own DELETE removed is gone before the watch says so,
         so the next reconcile cannot act on it again (a Command executed twice)."""
         with self._lock:
-            current = self._objects[kind].get(f"{namespace}/{name}" if namespace else name)
+            current = self._objects[kind].get(objectkeys.key(namespace, name))
             if current is not None:
                 self.remove(kind, current)
 

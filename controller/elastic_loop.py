@@ -38,6 +38,7 @@ from controller.elastic_plan import (
 )
 from kubeio.client import EVENTS, JOBS, PODS, ApiClient, Kube, Resource
 from kubeio.errors import KubeError, NotFoundError, TransientError
+from shared.rfc3339 import format_time
 
 log = logging.getLogger("controller.elastic")
 
@@ -141,7 +142,7 @@ def task_index(job: Mapping[str, Any], task: str) -> int | None:
 def scaled_event(job: Mapping[str, Any], message: str, instance: str, now: datetime) -> WireObject:
     """A core/v1 Event `Scaled` on the job, reported by `vcjob-elastic`."""
     meta = job.get("metadata") or {}
-    at = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    at = format_time(now)
     return {
         "apiVersion": "v1",
         "kind": "Event",

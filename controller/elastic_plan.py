@@ -172,14 +172,7 @@ class ScaleDecision:
 
 
 def _parse_amounts(raw: Any) -> dict[str, Decimal]:
-    parsed: dict[str, Decimal] = {}
-    if not isinstance(raw, Mapping):
-        return parsed
-    for name, value in raw.items():
-        amount = quantity.try_parse(value)
-        if amount is not None:
-            parsed[str(name)] = amount
-    return parsed
+    return quantity.parse_resource_list(raw)
 
 
 def _add(*amounts: Resources) -> dict[str, Decimal]:
@@ -187,11 +180,7 @@ def _add(*amounts: Resources) -> dict[str, Decimal]:
 
 
 def _elementwise_max(amounts: Iterable[Resources]) -> dict[str, Decimal]:
-    result: dict[str, Decimal] = {}
-    for amount in amounts:
-        for name, value in amount.items():
-            result[name] = max(result.get(name, Decimal(0)), value)
-    return result
+    return quantity.max_quantities(amounts)
 
 
 def _container_amounts(container: Any, primary: str) -> dict[str, Decimal]:

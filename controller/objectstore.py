@@ -15,16 +15,13 @@ from typing import Any
 
 from kubeio.client import Kube, Resource
 from kubeio.informer import Reflector, WatchSpec
+from shared.objectkeys import object_key
 
 WireObject = dict[str, Any]
 OnChange = Callable[[WireObject | None, WireObject | None], None]
 
 
-def key_of(obj: WireObject) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace") or ""
-    name = str(meta.get("name") or "")
-    return f"{namespace}/{name}" if namespace else name
+key_of = object_key
 
 
 class Informer:

@@ -52,8 +52,7 @@ from controller import (
 from controller import status as status_mod
 from controller import ttl as ttl_mod
 from controller.model import EventRecord, ObjectRef, Observed, Plan, PlanSettings, WireObject
-from controller.plugins import JobPlugin, build_plugins
-from controller.plugins import ssh as ssh_plugin
+from controller.plugins import JobPlugin, build_plugins, owned_children, owned_memory_keys
 from controller.podgen import PodContext, build_pod
 from controller.policies import Decision, JobEvent
 from controller.state import Kill, Transition
@@ -65,7 +64,6 @@ PVC_RECHECK = timedelta(seconds=10)
 BLOCKED_RECHECK = timedelta(seconds=10)
 # After a phase change, look again soon even if no watch event arrives.
 FOLLOW_UP = timedelta(seconds=1)
-PLUGIN_KINDS = ("Service", "ConfigMap", "NetworkPolicy", "Secret")
 
 _TARGETED = frozenset(
     {PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD, PolicyAction.RESTART_PARTITION}
@@ -1017,7 +1015,8 @@ class _Planner:
                     updated = copy.deepcopy(existing)
                     updated.update(copy.deepcopy(changed))
                     self.plan.update.append(updated)
-            self.memory.pop(ssh_plugin.MEMORY_KEY, None) if plugin.name == "ssh" else None
+            for memory_key in plugin.descriptor.memory_keys:
+                self.memory.pop(memory_key, None)
             self.memory.update(plugin.remember())
 
     def _child_slot(self) -> int:
@@ -1032,10 +1031,10 @@ class _Planner:
         (counters keep tracking the pods that remain)."""
         self._kill_unfinished()
         self._delete_pod_group()
-        owned_names = {self.job.name, f"{self.job.name}-svc", f"{self.job.name}-ssh"}
+        owned_kinds, owned_names = owned_children(self.job.name)
         for (kind, name), child in sorted(self.observed.children.items()):
             if (
-                kind in PLUGIN_KINDS
+                kind in owned_kinds
                 and name in owned_names
                 and podview.controller_uid(child) == self.job.uid
             ):
@@ -1049,7 +1048,8 @@ class _Planner:
                     )
                 )
         self.controlled = {k: v for k, v in self.controlled.items() if not k.startswith("plugin-")}
-        self.memory.pop("sshKey", None)
+        for memory_key in owned_memory_keys():
+            self.memory.pop(memory_key, None)
         ttl = self.job.spec.ttl_seconds_after_finished
         expiry = ttl_mod.ttl_outcome(ttl, status_mod.parse_time(self.last_transition), self.now)
         if expiry is not None:

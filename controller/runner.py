@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from controller.apply import CREATE_PARALLELISM, Applier, JobGoneError
-from controller.cache import Cache, object_key
+from controller.cache import Cache
 from controller.elastic_plan import has_elastic_task, job_phase, wakes_autoscaler
 from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
@@ -55,6 +55,7 @@ from kubeio.informer import Reflector, WatchSpec
 from kubeio.workqueue import WorkQueue
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
 from shared.logging import announce
+from shared.objectkeys import object_key
 
 log = logging.getLogger(__name__)
 

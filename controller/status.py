@@ -4,30 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from controller import podview
 from controller.state import PodCounts
 from shared import indexranges
+from shared import rfc3339 as rfc3339_times
 from shared.duration import format_duration
 
-
-def rfc3339(moment: datetime) -> str:
-    """Kubernetes' metav1.Time wire form: second precision, UTC, `Z`."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+# Kubernetes' metav1.Time wire form, read and written in one place for every process.
+rfc3339 = rfc3339_times.format_time
+parse_time = rfc3339_times.parse_time
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from shared import labels, pluginargs
+from shared import labels, pluginargs, plugins
 from shared.models import Job
 
 NAME_TOO_LONG: Final = "NameTooLong"
@@ -25,7 +25,7 @@ class Unrecoverable:
 
 def _plugin_problem(job: Job) -> Unrecoverable | None:
     for name, args in sorted((job.spec.plugins or {}).items()):
-        if name not in pluginargs.PLUGIN_FLAGS:
+        if plugins.get(name) is None:
             continue  # an unknown plugin is ignored with a Warning Event, as before
         parsed = pluginargs.parse(name, list(args or []))
         if parsed.errors:

@@ -39,12 +39,10 @@ class Sample:
 
 
 def _resources(raw: Mapping[str, Any] | None) -> dict[str, Decimal]:
-    out: dict[str, Decimal] = {}
-    for name, value in (raw or {}).items():
-        parsed = quantity.try_parse(value)
-        if parsed is not None and not str(name).startswith(("requests.", "limits.", "count/")):
-            out[str(name)] = parsed
-    return out
+    amounts = quantity.parse_resource_list(raw or {})
+    return {
+        k: v for k, v in amounts.items() if not k.startswith(("requests.", "limits.", "count/"))
+    }
 
 
 def _resource_samples(kind: str, what: str, queue: str, raw: Any) -> list[Sample]:

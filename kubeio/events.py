@@ -17,6 +17,7 @@ from typing import Any
 from kubeio.client import EVENTS, Kube
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import KubeError, NotFoundError
+from shared.rfc3339 import format_time
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +25,6 @@ COMPONENT = "vc-controller-manager"
 _REMEMBERED = 4096
 _BACKLOG = 10_000
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def unix_nanos(moment: datetime) -> int:
@@ -151,7 +148,7 @@ class EventRecorder:
     def _write(
         self, obj: dict[str, Any], event_type: str, reason: str, message: str, moment: datetime
     ) -> None:
-        now = _time(moment)
+        now = format_time(moment)
         meta = obj.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         uid = str(meta.get("uid") or "")

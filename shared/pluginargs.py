@@ -14,24 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Final
 
-# Flags accepted for compatibility that change nothing; admission warns about them.
-NO_EFFECT: Final[Mapping[str, frozenset[str]]] = {"ssh": frozenset({"no-root"})}
+from shared import plugins
+from shared.plugins.descriptor import Flag, FlagKind
 
-
-class FlagKind(Enum):
-    STRING = "string"
-    INT = "int"
-    BOOL = "bool"
-
-
-@dataclass(frozen=True)
-class Flag:
-    kind: FlagKind
-    default: str | int | bool
-
+__all__ = ["ArgError", "Flag", "FlagKind", "PluginArgs", "flags_of", "parse"]
 
 _BOOL_WORDS: Final = {
     "1": True,
@@ -46,59 +34,6 @@ _BOOL_WORDS: Final = {
     "false": False,
     "FALSE": False,
     "False": False,
-}
-
-# Flags of each supported plugin with Volcano's defaults.
-PLUGIN_FLAGS: Final[Mapping[str, Mapping[str, Flag]]] = {
-    "env": {},
-    "svc": {
-        "publish-not-ready-addresses": Flag(FlagKind.BOOL, False),
-        "disable-network-policy": Flag(FlagKind.BOOL, False),
-        "inject-hosts-env": Flag(FlagKind.BOOL, True),
-    },
-    "ssh": {
-        "ssh-key-file-path": Flag(FlagKind.STRING, "/root/.ssh"),
-        "ssh-private-key": Flag(FlagKind.STRING, ""),
-        "ssh-public-key": Flag(FlagKind.STRING, ""),
-        "ssh-port": Flag(FlagKind.INT, 22),
-        # Removed from Volcano's ssh plugin in 2020 and ignored since, but still passed by
-        # Volcano's own e2e suites: known, so it does not stop the parsing, and without effect.
-        "no-root": Flag(FlagKind.BOOL, False),
-    },
-    "tensorflow": {
-        "ps": Flag(FlagKind.STRING, "ps"),
-        "worker": Flag(FlagKind.STRING, "worker"),
-        "chief": Flag(FlagKind.STRING, "chief"),
-        "evaluator": Flag(FlagKind.STRING, "evaluator"),
-        "port": Flag(FlagKind.INT, 2222),
-    },
-    "pytorch": {
-        "master": Flag(FlagKind.STRING, "master"),
-        "worker": Flag(FlagKind.STRING, "worker"),
-        "port": Flag(FlagKind.INT, 23456),
-        "wait-master-enabled": Flag(FlagKind.BOOL, False),
-        "wait-master-timeout": Flag(FlagKind.INT, 300),
-        "wait-master-image": Flag(FlagKind.STRING, "busybox:1.36.1"),
-    },
-    "mpi": {
-        "master": Flag(FlagKind.STRING, "master"),
-        "worker": Flag(FlagKind.STRING, "worker"),
-        "port": Flag(FlagKind.INT, 22),
-    },
-    # Ray's flag names are camelCase in Volcano.
-    "ray": {
-        "head": Flag(FlagKind.STRING, "head"),
-        "headContainer": Flag(FlagKind.STRING, "head"),
-        "worker": Flag(FlagKind.STRING, "worker"),
-        "workerContainer": Flag(FlagKind.STRING, "worker"),
-        "port": Flag(FlagKind.INT, 6379),
-        "dashboardPort": Flag(FlagKind.INT, 8265),
-        "clientPort": Flag(FlagKind.INT, 10001),
-    },
-    "hcclrank": {
-        "master": Flag(FlagKind.STRING, "master"),
-        "worker": Flag(FlagKind.STRING, "worker"),
-    },
 }
 
 
@@ -120,7 +55,7 @@ class PluginArgs:
     def get(self, name: str) -> str | int | bool:
         if name in self.values:
             return self.values[name]
-        return PLUGIN_FLAGS[self.plugin][name].default
+        return flags_of(self.plugin)[name].default
 
     def string(self, name: str) -> str:
         return str(self.get(name))
@@ -131,6 +66,14 @@ class PluginArgs:
 
     def boolean(self, name: str) -> bool:
         return bool(self.get(name))
+
+
+def flags_of(plugin: str) -> Mapping[str, Flag]:
+    """The flags of a registered plugin (KeyError for a plugin vcjob does not know)."""
+    descriptor = plugins.get(plugin)
+    if descriptor is None:
+        raise KeyError(plugin)
+    return descriptor.flags
 
 
 def _parse_int(text: str) -> int | None:
@@ -145,7 +88,7 @@ def _parse_int(text: str) -> int | None:
 
 
 def parse(plugin: str, arguments: Sequence[str]) -> PluginArgs:
-    """Parse one plugin's argument list; `plugin` must be a key of PLUGIN_FLAGS.
+    """Parse one plugin's argument list; `plugin` must be a registered plugin (shared.plugins).
 
     `values` holds what Go's flag package would have set: the flags before the first error."""
     result = _scan(plugin, arguments)
@@ -157,7 +100,7 @@ def parse(plugin: str, arguments: Sequence[str]) -> PluginArgs:
 
 
 def _scan(plugin: str, arguments: Sequence[str]) -> PluginArgs:
-    flags = PLUGIN_FLAGS[plugin]
+    flags = flags_of(plugin)
     result = PluginArgs(plugin)
     supported = ", ".join(f"--{name}" for name in flags) or "none"
     i = 0

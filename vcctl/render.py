@@ -10,10 +10,14 @@ from typing import Any, Final
 
 import yaml
 
+from shared import plugins
+from shared.rfc3339 import parse_time
+
 WireObject = dict[str, Any]
 
 JOB_TYPE_LABEL: Final = "volcano.sh/job-type"
 NO_RESOURCES: Final = "No resources found"
+UNKNOWN_PLUGIN: Final = "  (not a vcjob plugin: ignored)"
 # (header, width) of `vcctl job list`; Name and Namespace are sized to their longest value.
 JOB_COLUMNS: Final = (
     ("Creation", 15),
@@ -51,8 +55,8 @@ def _creation(obj: WireObject, zone: tzinfo | None) -> str:
     stamp = (obj.get("metadata") or {}).get("creationTimestamp")
     if not stamp:
         return ""
-    moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    return moment.astimezone(zone).strftime("%Y-%m-%d")
+    moment = parse_time(stamp)
+    return moment.astimezone(zone).strftime("%Y-%m-%d") if moment else ""
 
 
 def _replicas(job: WireObject) -> int:
@@ -149,9 +153,9 @@ def _json_or_none(value: Any) -> str:
 
 
 def _age(stamp: Any, now: datetime) -> str:
-    if not stamp:
+    moment = parse_time(stamp)
+    if moment is None:
         return "<unknown>"
-    moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
     seconds = max(0, int((now - moment).total_seconds()))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -212,9 +216,13 @@ def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> st
     _lines(out, 0, "Spec")
     _lines(out, 1, "Min Available", spec.get("minAvailable", ""))
     _lines(out, 1, "Plugins")
-    # Every plugin of the job with its arguments (vcctl shows only env and ssh).
+    # Every plugin of the job with its arguments (vcctl shows only env and ssh); one vcjob does
+    # not know (shared.plugins) is said to be ignored, as the controller ignores it.
     for plugin, arguments in (spec.get("plugins") or {}).items():
-        _lines(out, 2, plugin.capitalize(), json.dumps(arguments))
+        shown = json.dumps(arguments)
+        if plugins.get(plugin) is None:
+            shown += UNKNOWN_PLUGIN
+        _lines(out, 2, plugin.capitalize(), shown)
     _lines(out, 1, "Queue", spec.get("queue", ""))
     _lines(out, 1, "Scheduler Name", spec.get("schedulerName", ""))
     _lines(out, 1, "Tasks")

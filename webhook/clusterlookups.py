@@ -9,6 +9,7 @@ from typing import Any, Final, Protocol
 
 from kubeio.client import PODGROUPS, Kube, Resource
 from kubeio.errors import KubeError, NotFoundError
+from shared.objectkeys import object_key
 from webhook.rules.podgroups import QUEUE_ANNOTATION
 
 NAMESPACES: Final = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
@@ -56,6 +57,5 @@ class KubeClusterLookups:
         for item in items:
             spec = item.get("spec") or {}
             if (spec.get("queue") or "default") == queue:
-                meta = item.get("metadata") or {}
-                out.append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
+                out.append(object_key(item))
         return sorted(out)

@@ -8,13 +8,11 @@ nothing. Values of the wrong type are left alone for the validator to report.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeGuard
+from typing import Any, TypeGuard
 
 import jsonpatch
 
-from shared import labels
-
-FRAMEWORK_PLUGINS: Final = ("tensorflow", "pytorch", "mpi", "ray")
+from shared import labels, plugins
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
@@ -86,13 +84,17 @@ def _default_min_available(spec: dict[str, Any]) -> None:
 
 
 def _default_plugins(spec: dict[str, Any]) -> None:
-    plugins = spec.get("plugins")
-    if not isinstance(plugins, dict):
+    """The plugins the ones present bring along (frameworks need svc, mpi needs ssh), added in
+    registry order when absent."""
+    present = spec.get("plugins")
+    if not isinstance(present, dict):
         return
-    if any(p in plugins for p in FRAMEWORK_PLUGINS) and "svc" not in plugins:
-        plugins["svc"] = []
-    if "mpi" in plugins and "ssh" not in plugins:
-        plugins["ssh"] = []
+    for descriptor in plugins.all_descriptors():
+        if descriptor.name not in present:
+            continue
+        for implied in descriptor.implies:
+            if implied not in present:
+                present[implied] = []
 
 
 def _task_copy(task: Any) -> Any:

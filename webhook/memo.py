@@ -4,6 +4,9 @@ API servers send the same pod templates and Job specs again and again (every wor
 every job from the same manifest), so the webhook keeps what it worked out for a value it has
 seen, keyed by a short digest rather than the value itself: a key stays 16 bytes however large
 the template, and the number of entries is bounded.
+
+The pure rules keep nothing themselves: they take a `Recall` (`fresh` by default, which works
+everything out), and the review layer (`webhook.review.MEMO`) hands them its one `Memo`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from typing import Any, Final, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Final, Protocol, TypeVar, cast
 
 import orjson
 
@@ -24,6 +28,17 @@ DIGEST_BYTES: Final = 16
 # Real pod templates and Job specs are a few KiB.
 MAX_VALUE_BYTES: Final = 32 * 1024
 ENTRIES: Final = 256
+
+
+class Recall(Protocol):
+    """`recall(key, work)`: the result remembered under `key`, else `work()` (then remembered)."""
+
+    def __call__(self, key: bytes, work: Callable[[], V]) -> V: ...
+
+
+def fresh(key: bytes, work: Callable[[], V]) -> V:
+    """Nothing remembered: every result is worked out."""
+    return work()
 
 
 def encoding(value: Any) -> bytes | None:
@@ -56,30 +71,40 @@ def digest(*parts: bytes) -> bytes:
     return hasher.digest()
 
 
-class Memo(Generic[V]):
+class Memo:
     """A bounded least-recently-used table from digests to results; safe to share between
-    threads. Results are shared too: callers must treat them as read-only."""
+    threads. Results are shared too: callers must treat them as read-only. Results of different
+    functions may share one table when their keys carry a different first part (`digest`)."""
 
     __slots__ = ("_entries", "_lock", "_size")
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: OrderedDict[bytes, V] = OrderedDict()
+        self._entries: OrderedDict[bytes, object] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: bytes) -> V | None:
+    def get(self, key: bytes) -> object | None:
         with self._lock:
             found = self._entries.get(key)
             if found is not None:
                 self._entries.move_to_end(key)
             return found
 
-    def put(self, key: bytes, value: V) -> None:
+    def put(self, key: bytes, value: object) -> None:
         with self._lock:
             self._entries[key] = value
             self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
+
+    def recall(self, key: bytes, work: Callable[[], V]) -> V:
+        """What `Recall` says; `work` runs outside the lock (two threads may both work out a new
+        key: the results are equal)."""
+        found = self.get(key)
+        if found is None:
+            found = work()
+            self.put(key, found)
+        return cast(V, found)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -24,8 +24,8 @@ MAP_FIELDS: Final = frozenset(
     {"labels", "annotations", "nodeSelector", "limits", "requests", "overhead", "data"}
 )
 CONTAINER_LISTS: Final = ("initContainers", "containers")
-# Problems by template digest (`validate_template`): a few hundred distinct templates at most.
-_PROBLEMS: Final[memo.Memo[tuple[FieldError, ...]]] = memo.Memo(memo.ENTRIES)
+# First part of the memo keys of template problems (`validate_template`).
+MEMO_TAG: Final = b"template"
 
 
 def warm_up() -> None:
@@ -405,23 +405,23 @@ def _rerooted(error: FieldError, prefix: str) -> FieldError:
     return replace(error, field=prefix + joiner + error.field)
 
 
-def validate_template(template: Any, path: Path) -> list[FieldError]:
+def validate_template(
+    template: Any, path: Path, recall: memo.Recall = memo.fresh
+) -> list[FieldError]:
     """Every problem of a task's pod template; paths start at `path` (…`.template`).
 
     The problems of a template depend on nothing else, and the same templates come back with
-    every job made from the same manifest: they are worked out once, with paths relative to
-    the template, and kept by a digest of the template's JSON.
+    every job made from the same manifest: they are worked out with paths relative to the
+    template and handed to `recall` by a digest of the template's JSON.
     """
     if not isinstance(template, dict):
         return [FieldError.invalid(path, template, "must be an object (a PodTemplateSpec)")]
     encoded = memo.encoding(template)
     if encoded is None:
         return _template_problems(template, path)
-    key = memo.digest(encoded)
-    relative = _PROBLEMS.get(key)
-    if relative is None:
-        relative = tuple(_template_problems(template, Path()))
-        _PROBLEMS.put(key, relative)
+    relative = recall(
+        memo.digest(MEMO_TAG, encoded), lambda: tuple(_template_problems(template, Path()))
+    )
     prefix = str(path)
     return [_rerooted(error, prefix) for error in relative]
 

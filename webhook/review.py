@@ -45,8 +45,10 @@ TOO_DEEP: Final = (
     f"JSON nested too deeply: more than {MAX_DEPTH} levels (the webhook's limit); "
     "no Job needs that many"
 )
-# Encoded mutation patches by spec digest (`encoded_patch`).
-_PATCHES: Final[memo.Memo[str]] = memo.Memo(memo.ENTRIES)
+# What the webhook remembers between requests, its one memo: encoded mutation patches
+# (`encoded_patch`), the problems of Job specs and of pod templates (`validate_create`).
+MEMO: Final = memo.Memo(3 * memo.ENTRIES)
+PATCH_TAG: Final = b"patch"
 QUEUE_SKIPPED_WARNING: Final = (
     "the queue was not checked: no Queue CRD (queues.scheduling.volcano.sh) is installed"
 )
@@ -212,13 +214,13 @@ def encoded_patch(obj: dict[str, Any], scheduler_name: str) -> str:
     if encoded is None:
         patch = mutation_patch(obj, scheduler_name)
         return base64.b64encode(dumps(patch)).decode() if patch else ""
-    key = memo.digest(scheduler_name.encode(), encoded)
-    found = _PATCHES.get(key)
-    if found is None:
+    key = memo.digest(PATCH_TAG, scheduler_name.encode(), encoded)
+
+    def work() -> str:
         patch = mutation_patch(obj, scheduler_name)
-        found = base64.b64encode(dumps(patch)).decode() if patch else ""
-        _PATCHES.put(key, found)
-    return found
+        return base64.b64encode(dumps(patch)).decode() if patch else ""
+
+    return MEMO.recall(key, work)
 
 
 def mutate(body: bytes, settings: Settings) -> Answer:
@@ -255,7 +257,7 @@ def validate(body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
         view, warning = queues()
         if warning:
             warnings.append(warning)
-        errors = validate_create(new, view, settings)
+        errors = validate_create(new, view, settings, MEMO.recall)
         # Immutable once created, so said once, on CREATE.
         warnings.extend(job_warnings(new))
     elif operation == "UPDATE":

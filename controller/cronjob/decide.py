@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, Final
 
-from shared import labels
+from shared import labels, rfc3339
 from shared.cronschedule import CronSchedule, ScheduleError, load_zone, parse_schedule
 from shared.models.cronjob import (
     CRONJOB_KIND,
@@ -71,14 +71,8 @@ class Decision:
         self.events.append(Event("Normal", reason, message))
 
 
-def parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(UTC)
-
-
-def format_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+parse_time = rfc3339.parse_time
+format_time = rfc3339.format_time
 
 
 def job_name(cron_name: str, scheduled: datetime) -> str:

@@ -23,10 +23,10 @@ import contextlib
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final, Literal
 
-from shared import labels
+from shared import labels, rfc3339
 from shared.duration import parse_duration
 from shared.models.flow import (
     CREATED_BY_JOBFLOW,
@@ -409,14 +409,7 @@ def next_phase(flow: WireObject, state: _Steps) -> str:
     return FlowPhase.PENDING
 
 
-def _time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(UTC)
-
-
-def format_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+format_time = rfc3339.format_time
 
 
 def _histories(previous: WireObject | None, phase: str, now: str) -> list[WireObject]:
@@ -469,7 +462,7 @@ def flow_status(flow: WireObject, jobs: list[WireObject], phase: str, now: datet
             )
             or None,
         }
-        created = _time(meta.get("creationTimestamp"))
+        created = rfc3339.parse_time(meta.get("creationTimestamp"))
         if created is not None and status.get("runningDuration"):
             with contextlib.suppress(ValueError):
                 entry["endTimestamp"] = format_time(

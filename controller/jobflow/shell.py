@@ -23,7 +23,7 @@ from kubeio.client import JOBS, PODS, Kube, Resource
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
-from shared import labels
+from shared import labels, objectkeys
 from shared.models.flow import (
     CREATED_BY_JOBTEMPLATE,
     FLOW_GROUP,
@@ -57,7 +57,7 @@ def template_of(job: WireObject) -> str | None:
     if not isinstance(mark, str) or "." not in mark:
         return None
     namespace, name = mark.split(".", 1)
-    return f"{namespace}/{name}"
+    return objectkeys.key(namespace, name)
 
 
 def _meta(obj: WireObject) -> dict[str, Any]:

@@ -1,4 +1,9 @@
-"""Job plugins, run in a fixed order: sorted by name (fix 12)."""
+"""Job plugins, run in a fixed order: sorted by name (fix 12).
+
+Which plugins exist is `shared.plugins`' registry; this package holds what the controller does
+for each (`BEHAVIOURS`, keyed by the descriptor's name). A registered plugin without behaviour
+here still runs: it owns its descriptor's children and memory, and changes nothing in pods.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +20,18 @@ from controller.plugins.ray import RayPlugin
 from controller.plugins.ssh import SshPlugin
 from controller.plugins.svc import SvcPlugin
 from controller.plugins.tensorflow import TensorflowPlugin
+from shared import plugins as registry
 from shared.models import Job
 
-REGISTRY: dict[str, type[JobPlugin]] = {
-    cls.name: cls
+
+def _name(cls: type[JobPlugin]) -> str:
+    if cls.DESCRIPTOR is None:
+        raise TypeError(f"{cls.__name__} has no plugin descriptor")
+    return cls.DESCRIPTOR.name
+
+
+BEHAVIOURS: dict[str, type[JobPlugin]] = {
+    _name(cls): cls
     for cls in (
         EnvPlugin,
         HcclrankPlugin,
@@ -31,7 +44,15 @@ REGISTRY: dict[str, type[JobPlugin]] = {
     )
 }
 
-__all__ = ["REGISTRY", "DesiredChild", "JobPlugin", "PluginContext", "build_plugins"]
+__all__ = [
+    "BEHAVIOURS",
+    "DesiredChild",
+    "JobPlugin",
+    "PluginContext",
+    "build_plugins",
+    "owned_children",
+    "owned_memory_keys",
+]
 
 
 def build_plugins(
@@ -45,10 +66,22 @@ def build_plugins(
     plugins: list[JobPlugin] = []
     unknown: list[str] = []
     for name, args in sorted((job.spec.plugins or {}).items()):
-        cls = REGISTRY.get(name)
-        if cls is None:
+        descriptor = registry.get(name)
+        if descriptor is None:
             unknown.append(name)
             continue
         context = PluginContext(job, list(args or []), settings, children, memory, ssh_key)
-        plugins.append(cls(context))
+        plugins.append(BEHAVIOURS.get(name, JobPlugin)(context, descriptor))
     return plugins, unknown
+
+
+def owned_children(job_name: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The kinds and the names of the objects any plugin creates for job `job_name`: what goes
+    when the job finishes (when the job controls it)."""
+    owned = [c for d in registry.all_descriptors() for c in d.children]
+    return frozenset(c.kind for c in owned), frozenset(c.name(job_name) for c in owned)
+
+
+def owned_memory_keys() -> frozenset[str]:
+    """The planner memory keys any plugin writes: forgotten when the job finishes."""
+    return frozenset(k for d in registry.all_descriptors() for k in d.memory_keys)

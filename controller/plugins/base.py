@@ -1,14 +1,17 @@
-"""What a job plugin is: child objects it wants, and what it changes in every pod."""
+"""What a job plugin does in the controller: child objects it wants, and what it changes in every
+pod. What the plugin is (name, flags, the children and memory it owns) is its descriptor in
+`shared.plugins`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from controller.model import KeyPair, PlanSettings
 from shared import labels, pluginargs
 from shared.models import Job, TaskSpec
+from shared.plugins import PluginDescriptor
 
 WireObject = dict[str, Any]
 
@@ -36,11 +39,18 @@ class DesiredChild:
 
 
 class JobPlugin:
-    """Default hooks do nothing; plugins override what they need."""
+    """Default hooks do nothing; plugins override what they need. A registered plugin without
+    behaviour of its own in the controller runs as a plain JobPlugin."""
 
-    name = ""
+    # The descriptor a subclass implements (`controller.plugins.BEHAVIOURS` is keyed by it).
+    DESCRIPTOR: ClassVar[PluginDescriptor | None] = None
 
-    def __init__(self, ctx: PluginContext) -> None:
+    def __init__(self, ctx: PluginContext, descriptor: PluginDescriptor | None = None) -> None:
+        found = descriptor or self.DESCRIPTOR
+        if found is None:
+            raise TypeError(f"{type(self).__name__} has no plugin descriptor")
+        self.descriptor = found
+        self.name = found.name
         self.ctx = ctx
         self.job = ctx.job
         # Parsed in one place for webhook and controller (shared.pluginargs, Go flag semantics).

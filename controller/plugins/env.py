@@ -5,10 +5,11 @@ from __future__ import annotations
 from controller.plugins.base import JobPlugin, WireObject
 from controller.podgen import containers, set_env
 from shared.models import TaskSpec
+from shared.plugins import env as env_descriptor
 
 
 class EnvPlugin(JobPlugin):
-    name = "env"
+    DESCRIPTOR = env_descriptor.DESCRIPTOR
 
     def on_pod(self, pod: WireObject, task: TaskSpec, index: int) -> None:
         for container in containers(pod["spec"]):

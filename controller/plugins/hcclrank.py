@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from controller.plugins.base import JobPlugin, WireObject
 from shared.models import TaskSpec
+from shared.plugins import hcclrank as hcclrank_descriptor
 
 RANK_ANNOTATION = "hccl/rankIndex"
 
@@ -18,7 +19,7 @@ def template_rank(pod: WireObject) -> str | None:
 
 
 class HcclrankPlugin(JobPlugin):
-    name = "hcclrank"
+    DESCRIPTOR = hcclrank_descriptor.DESCRIPTOR
 
     def on_pod(self, pod: WireObject, task: TaskSpec, index: int) -> None:
         annotations = pod["metadata"].setdefault("annotations", {})

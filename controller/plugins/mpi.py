@@ -5,12 +5,13 @@ from __future__ import annotations
 from controller.plugins.base import JobPlugin, WireObject, task_hosts
 from controller.podgen import add_port, containers, set_env
 from shared.models import TaskSpec
+from shared.plugins import mpi as mpi_descriptor
 
 PORT_NAME = "mpijob-port"
 
 
 class MpiPlugin(JobPlugin):
-    name = "mpi"
+    DESCRIPTOR = mpi_descriptor.DESCRIPTOR
 
     def on_pod(self, pod: WireObject, task: TaskSpec, index: int) -> None:
         master_name = self.args.string("master")

@@ -7,6 +7,7 @@ from controller.plugins.base import JobPlugin, WireObject
 from controller.podgen import add_port, containers, set_env
 from shared import labels
 from shared.models import Job, TaskSpec
+from shared.plugins import pytorch as pytorch_descriptor
 
 PORT_NAME = "pytorchjob-port"
 WAIT_CONTAINER = "wait-for-master"
@@ -43,7 +44,7 @@ def wait_container(address: str, port: int, timeout: int, image: str) -> WireObj
 
 
 class PytorchPlugin(JobPlugin):
-    name = "pytorch"
+    DESCRIPTOR = pytorch_descriptor.DESCRIPTOR
 
     def on_pod(self, pod: WireObject, task: TaskSpec, index: int) -> None:
         master_name = self.args.string("master")

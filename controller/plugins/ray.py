@@ -7,16 +7,17 @@ from controller.plugins.base import DesiredChild, JobPlugin, WireObject
 from controller.podgen import child_metadata, job_labels
 from shared import labels
 from shared.models import TaskSpec
+from shared.plugins import ray as ray_descriptor
 
 GCS, DASHBOARD, CLIENT = "gcs", "dashboard", "client-server"
 
 
 def service_name(job_name: str) -> str:
-    return f"{job_name}-head-svc"
+    return ray_descriptor.DESCRIPTOR.child("Service").name(job_name)
 
 
 class RayPlugin(JobPlugin):
-    name = "ray"
+    DESCRIPTOR = ray_descriptor.DESCRIPTOR
 
     @property
     def _ports(self) -> dict[str, int]:

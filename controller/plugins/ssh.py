@@ -16,6 +16,7 @@ from controller.plugins.base import DesiredChild, JobPlugin, WireObject, task_ho
 from controller.podgen import add_mount, add_volume, child_metadata, containers
 from shared import pluginargs
 from shared.models import TaskSpec
+from shared.plugins import ssh as ssh_descriptor
 
 DEFAULT_SSH_PATH = "/root/.ssh"
 DEFAULT_SSH_PORT = 22
@@ -23,11 +24,11 @@ PRIVATE_KEY = "id_rsa"
 PUBLIC_KEY = "id_rsa.pub"
 AUTHORIZED_KEYS = "authorized_keys"
 CONFIG = "config"
-MEMORY_KEY = "sshKey"
+MEMORY_KEY = ssh_descriptor.MEMORY_KEY
 
 
 def secret_name(job_name: str) -> str:
-    return f"{job_name}-ssh"
+    return ssh_descriptor.DESCRIPTOR.child("Secret").name(job_name)
 
 
 def _stored_key(secret: Mapping[str, Any] | None) -> bool:
@@ -44,12 +45,14 @@ def needs_generated_key(
     `--ssh-private-key`, its Secret holds no key, and no generated key is remembered."""
     spec = job.get("spec") or {}
     plugins = spec.get("plugins") or {}
-    if "ssh" not in plugins:
+    if ssh_descriptor.DESCRIPTOR.name not in plugins:
         return False
     name = str((job.get("metadata") or {}).get("name"))
     if _stored_key(children.get(("Secret", secret_name(name)))):
         return False
-    if pluginargs.parse("ssh", list(plugins["ssh"] or [])).string("ssh-private-key"):
+    if pluginargs.parse(
+        ssh_descriptor.DESCRIPTOR.name, list(plugins[ssh_descriptor.DESCRIPTOR.name] or [])
+    ).string("ssh-private-key"):
         return False
     remembered = (memory or {}).get(MEMORY_KEY) or {}
     return not (remembered.get("private") and remembered.get("public"))
@@ -64,7 +67,7 @@ def _unb64(text: str) -> str:
 
 
 class SshPlugin(JobPlugin):
-    name = "ssh"
+    DESCRIPTOR = ssh_descriptor.DESCRIPTOR
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -11,12 +11,13 @@ from controller.plugins.base import (
 )
 from controller.podgen import add_mount, add_volume, child_metadata, containers, job_labels, set_env
 from shared.models import TaskSpec
+from shared.plugins import svc as svc_descriptor
 
 HOSTS_MOUNT_PATH = "/etc/volcano"
 
 
 def config_map_name(job_name: str) -> str:
-    return f"{job_name}-svc"
+    return svc_descriptor.DESCRIPTOR.child("ConfigMap").name(job_name)
 
 
 def hosts_data(plugin: JobPlugin) -> dict[str, str]:
@@ -31,7 +32,7 @@ def hosts_data(plugin: JobPlugin) -> dict[str, str]:
 
 
 class SvcPlugin(JobPlugin):
-    name = "svc"
+    DESCRIPTOR = svc_descriptor.DESCRIPTOR
 
     @property
     def _flags(self) -> dict[str, bool]:
@@ -53,7 +54,7 @@ class SvcPlugin(JobPlugin):
         service: WireObject = {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": child_metadata(job, job.name),
+            "metadata": child_metadata(job, self.descriptor.child("Service").name(job.name)),
             "spec": {
                 "clusterIP": "None",
                 "selector": dict(selector),
@@ -65,7 +66,9 @@ class SvcPlugin(JobPlugin):
             policy: WireObject = {
                 "apiVersion": "networking.k8s.io/v1",
                 "kind": "NetworkPolicy",
-                "metadata": child_metadata(job, job.name),
+                "metadata": child_metadata(
+                    job, self.descriptor.child("NetworkPolicy").name(job.name)
+                ),
                 "spec": {
                     "podSelector": {"matchLabels": dict(selector)},
                     "ingress": [{"from": [{"podSelector": {"matchLabels": dict(selector)}}]}],

@@ -7,12 +7,13 @@ import json
 from controller.plugins.base import JobPlugin, WireObject, task_hosts
 from controller.podgen import containers, set_env
 from shared.models import TaskSpec
+from shared.plugins import tensorflow as tensorflow_descriptor
 
 ROLES = ("ps", "worker", "chief", "evaluator")
 
 
 class TensorflowPlugin(JobPlugin):
-    name = "tensorflow"
+    DESCRIPTOR = tensorflow_descriptor.DESCRIPTOR
 
     def _role_tasks(self) -> dict[str, str]:
         """role → task name, from `--ps=… --worker=… --chief=… --evaluator=…`."""

@@ -27,6 +27,7 @@ from kubeio.client import COMMANDS, PODGROUPS, Kube, Resource
 from kubeio.errors import KubeError, NotFoundError
 from kubeio.events import EventRecorder
 from shared import labels
+from shared.objectkeys import object_key
 
 log = logging.getLogger(__name__)
 
@@ -233,5 +234,4 @@ def _view(queue: WireObject) -> QueueView:
 
 
 def _command_key(command: WireObject) -> str:
-    meta = command.get("metadata") or {}
-    return f"{_COMMAND_PREFIX}{meta.get('namespace') or ''}/{meta.get('name')}"
+    return _COMMAND_PREFIX + object_key(command)

@@ -5,7 +5,6 @@ from shared.models.command import Command
 from shared.models.job import (
     COMMAND_ACTIONS,
     FINISHED_PHASES,
-    SUPPORTED_PLUGINS,
     TOPOLOGY_POLICIES,
     DependsOn,
     Job,
@@ -35,7 +34,6 @@ from shared.models.scheduling import (
 __all__ = [
     "COMMAND_ACTIONS",
     "FINISHED_PHASES",
-    "SUPPORTED_PLUGINS",
     "TOPOLOGY_POLICIES",
     "Command",
     "DependsOn",

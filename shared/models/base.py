@@ -8,6 +8,8 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from shared import objectkeys
+
 
 class KubeModel(BaseModel):
     model_config = ConfigDict(
@@ -49,4 +51,4 @@ class KubeObject(KubeModel):
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return objectkeys.key(self.namespace, self.name)

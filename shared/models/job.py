@@ -64,16 +64,6 @@ class JobPhase(StrEnum):
 FINISHED_PHASES: Final = frozenset({JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.TERMINATED})
 TOPOLOGY_POLICIES: Final = ("none", "best-effort", "restricted", "single-numa-node")
 DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-SUPPORTED_PLUGINS: Final = (
-    "env",
-    "svc",
-    "ssh",
-    "tensorflow",
-    "pytorch",
-    "mpi",
-    "ray",
-    "hcclrank",
-)
 NETWORK_TOPOLOGY_MODES: Final = ("hard", "soft")
 PARTITION_ID_LABEL: Final = "volcano.sh/partition-id"
 COMMAND_ACTIONS: Final = (

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from shared import pluginargs
+from shared import plugins as plugins_registry
 from shared.fielderrors import Path
-from shared.models.job import SUPPORTED_PLUGINS
 
 
 def plugin_warnings(plugins: Any, path: Path) -> list[str]:
@@ -22,7 +22,8 @@ def plugin_warnings(plugins: Any, path: Path) -> list[str]:
         return []
     warnings: list[str] = []
     for plugin, arguments in plugins.items():
-        if plugin not in SUPPORTED_PLUGINS or not isinstance(arguments, list):
+        descriptor = plugins_registry.get(plugin)
+        if descriptor is None or not isinstance(arguments, list):
             continue
         if not all(isinstance(a, str) for a in arguments):
             continue
@@ -40,7 +41,7 @@ def plugin_warnings(plugins: Any, path: Path) -> list[str]:
             )
         for i, argument in enumerate(arguments):
             name = argument.lstrip("-").partition("=")[0]
-            if argument.startswith("-") and name in pluginargs.NO_EFFECT.get(plugin, ()):
+            if argument.startswith("-") and name in descriptor.no_effect:
                 warnings.append(
                     f"{where.index(i)}: {argument!r}: --{name} was removed from Volcano's "
                     f"{plugin} plugin and has no effect"

@@ -34,3 +34,19 @@ def test_add_quantities() -> None:
         {"cpu": Decimal(1)}, {"cpu": Decimal("0.5"), "memory": Decimal(2)}
     )
     assert total == {"cpu": Decimal("1.5"), "memory": Decimal(2)}
+
+
+def test_parse_resource_list_keeps_the_quantities_only() -> None:
+    raw = {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 2, "bad": "lots", "flag": True}
+    assert quantity.parse_resource_list(raw) == {
+        "cpu": Decimal("0.5"),
+        "memory": Decimal(1024**3),
+        "nvidia.com/gpu": Decimal(2),
+    }
+    assert quantity.parse_resource_list(["cpu"]) == {}
+    assert quantity.parse_resource_list(None) == {}
+
+
+def test_max_quantities_takes_each_resource_s_largest_amount() -> None:
+    amounts = [{"cpu": Decimal(1), "memory": Decimal(4)}, {"cpu": Decimal(3)}, {}]
+    assert quantity.max_quantities(amounts) == {"cpu": Decimal(3), "memory": Decimal(4)}

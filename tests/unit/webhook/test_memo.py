@@ -60,11 +60,34 @@ def test_a_value_too_large_to_remember_has_no_encoding() -> None:
 
 def test_a_large_template_is_judged_without_the_memo() -> None:
     template = {"spec": {"containers": [{"name": "C", "image": "i" * memo.MAX_VALUE_BYTES}]}}
-    podtemplate._PROBLEMS.clear()
-    assert [e.field for e in podtemplate.validate_template(template, Path.of("t"))] == [
-        "t.spec.containers[0].name"
-    ]
-    assert len(podtemplate._PROBLEMS) == 0
+    table = memo.Memo(memo.ENTRIES)
+    found = podtemplate.validate_template(template, Path.of("t"), table.recall)
+    assert [e.field for e in found] == ["t.spec.containers[0].name"]
+    assert len(table) == 0
+
+
+def test_the_rules_remember_only_in_the_memo_they_are_given() -> None:
+    table = memo.Memo(memo.ENTRIES)
+    job = {"metadata": {"name": "j"}, "spec": {"tasks": [{"replicas": 1, "template": TEMPLATE}]}}
+    assert validation.validate_create(job, None, Settings()) == []
+    assert len(table) == 0
+    assert validation.validate_create(job, None, Settings(), table.recall) == []
+    # The spec's problems and its template's.
+    assert len(table) == 2
+
+
+def test_recall_works_out_once_per_key() -> None:
+    table = memo.Memo(2)
+    calls: list[int] = []
+
+    def work() -> int:
+        calls.append(1)
+        return 7
+
+    assert (table.recall(b"k", work), table.recall(b"k", work)) == (7, 7)
+    assert calls == [1]
+    assert memo.fresh(b"k", work) == 7
+    assert calls == [1, 1]
 
 
 def test_digests_keep_the_parts_apart() -> None:
@@ -72,7 +95,7 @@ def test_digests_keep_the_parts_apart() -> None:
 
 
 def test_the_memo_forgets_the_least_recently_used_entry() -> None:
-    table: memo.Memo[int] = memo.Memo(2)
+    table = memo.Memo(2)
     table.put(b"a", 1)
     table.put(b"b", 2)
     assert table.get(b"a") == 1
@@ -97,12 +120,13 @@ BROKEN_TEMPLATES: list[Any] = [
     "path", [Path.of("spec").child("tasks").index(3).child("template"), Path(), Path.of("x")]
 )
 def test_remembered_template_problems_are_the_worked_out_ones(template: Any, path: Path) -> None:
+    recall = memo.Memo(memo.ENTRIES).recall
     expected = podtemplate._template_problems(template, path)
-    assert podtemplate.validate_template(template, path) == expected
+    assert podtemplate.validate_template(template, path, recall) == expected
     # Again, now from the memo, and at another place in the Job.
-    assert podtemplate.validate_template(copy.deepcopy(template), path) == expected
+    assert podtemplate.validate_template(copy.deepcopy(template), path, recall) == expected
     other = Path.of("spec").child("tasks").index(0).child("template")
-    assert podtemplate.validate_template(template, other) == podtemplate._template_problems(
+    assert podtemplate.validate_template(template, other, recall) == podtemplate._template_problems(
         template, other
     )
 
@@ -182,30 +206,34 @@ def test_bad_json_keeps_the_standard_error_message() -> None:
 
 def _fresh(validate: Callable[[], list[FieldError]]) -> list[FieldError]:
     """What `validate` finds with nothing remembered."""
-    podtemplate._PROBLEMS.clear()
-    validation._SPEC_PROBLEMS.clear()
+    review.MEMO.clear()
     return validate()
+
+
+def _create(obj: Any, queues: Any, settings: Settings) -> list[FieldError]:
+    """Validation on CREATE as the review layer runs it: with its memo."""
+    return validation.validate_create(obj, queues, settings, review.MEMO.recall)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(obj=mutated_jobs(), name=st.sampled_from(["j", "another-job", "Bad_Name", ""]))
 def test_remembered_job_problems_are_the_worked_out_ones(obj: dict[str, Any], name: str) -> None:
-    expected = _fresh(lambda: validation.validate_create(obj, None, SETTINGS))
-    other = _fresh(lambda: validation.validate_create(valid_job(), None, SETTINGS))
+    expected = _fresh(lambda: _create(obj, None, SETTINGS))
+    other = _fresh(lambda: _create(valid_job(), None, SETTINGS))
     # Worked out beside another remembered spec, then remembered itself.
-    assert validation.validate_create(obj, None, SETTINGS) == expected
-    assert validation.validate_create(copy.deepcopy(obj), None, SETTINGS) == expected
-    assert validation.validate_create(valid_job(), None, SETTINGS) == other
+    assert _create(obj, None, SETTINGS) == expected
+    assert _create(copy.deepcopy(obj), None, SETTINGS) == expected
+    assert _create(valid_job(), None, SETTINGS) == other
     # Under another name, with a queue check, and under another scheduler name.
     renamed = {**obj, "metadata": {"name": name}}
     queues = _NoQueues()
-    expected = _fresh(lambda: validation.validate_create(renamed, queues, SETTINGS))
-    validation.validate_create(obj, queues, SETTINGS)
-    assert validation.validate_create(renamed, queues, SETTINGS) == expected
+    expected = _fresh(lambda: _create(renamed, queues, SETTINGS))
+    _create(obj, queues, SETTINGS)
+    assert _create(renamed, queues, SETTINGS) == expected
     elsewhere = Settings(scheduler_name="Not A Scheduler")
-    expected = _fresh(lambda: validation.validate_create(obj, None, elsewhere))
-    validation.validate_create(obj, None, SETTINGS)
-    assert validation.validate_create(obj, None, elsewhere) == expected
+    expected = _fresh(lambda: _create(obj, None, elsewhere))
+    _create(obj, None, SETTINGS)
+    assert _create(obj, None, elsewhere) == expected
 
 
 class _NoQueues:
@@ -219,6 +247,6 @@ class _NoQueues:
 def test_the_same_spec_under_another_scheduler_name_is_judged_again() -> None:
     job = valid_job()
     assert "schedulerName" not in job["spec"]
-    assert validation.validate_create(job, None, SETTINGS) == []
-    problems = validation.validate_create(job, None, Settings(scheduler_name="Not A Scheduler"))
+    assert _create(job, None, SETTINGS) == []
+    problems = _create(job, None, Settings(scheduler_name="Not A Scheduler"))
     assert [p.field for p in problems] == ["spec.schedulerName"]

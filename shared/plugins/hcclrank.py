@@ -1,0 +1,13 @@
+"""hcclrank: the `hccl/rankIndex` pod annotation Ascend's HCCL reads."""
+
+from __future__ import annotations
+
+from shared.plugins.descriptor import Flag, FlagKind, PluginDescriptor
+
+DESCRIPTOR = PluginDescriptor(
+    name="hcclrank",
+    flags={
+        "master": Flag(FlagKind.STRING, "master"),
+        "worker": Flag(FlagKind.STRING, "worker"),
+    },
+)

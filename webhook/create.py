@@ -1,0 +1,106 @@
+"""Validation of a Job on CREATE (admission.md "Validation on CREATE", api.md success policy,
+elastic.md): every rule of `webhook.rules` on the Job as it would be after defaulting, errors in
+the order their fields appear in the object.
+
+Pure: the checks that read the spec alone may be remembered by the caller's `recall` (the review
+layer's memo); the name and queue checks run every time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from shared.fielderrors import FieldError, Path
+from shared.models import Job
+from webhook import jobcontrol, memo
+from webhook.defaulting import defaulted_view
+from webhook.reading import Reading, read_job, shown, sort_errors
+from webhook.rules import lifecycle, names
+from webhook.rules.bounds import validate_job_bounds, validate_task_bounds
+from webhook.rules.depends_on import validate_depends_on
+from webhook.rules.job_queue import QueueView, validate_queue
+from webhook.rules.plugins import validate_plugins
+from webhook.rules.policies import validate_policies
+from webhook.rules.success_policy import validate_success_policy
+from webhook.rules.templates import validate_templates
+from webhook.rules.topology import validate_job_topology, validate_partitions
+from webhook.rules.volumes import validate_volumes
+from webhook.settings import Settings
+
+SPEC: Final = Path.of("spec")
+SpecProblems = tuple[tuple[FieldError, ...], tuple[FieldError, ...]]
+# First part of the memo keys of spec problems (`_spec_problems`).
+MEMO_TAG: Final = b"spec"
+
+
+def is_object(value: object) -> bool:
+    """Admission objects are typed as dicts but arrive from the network: check anyway."""
+    return isinstance(value, dict)
+
+
+def validate_create(
+    raw: dict[str, Any],
+    queues: QueueView | None,
+    settings: Settings,
+    recall: memo.Recall = memo.fresh,
+) -> list[FieldError]:
+    """Every problem of a new Job, judged on its defaulted form. `queues` None skips the queue
+    check (no Queue CRD, or the check is off); `recall` may remember the spec's problems."""
+    if not is_object(raw):
+        return [FieldError.invalid(Path(), shown(raw), "must be a Job object")]
+    defaulted = defaulted_view(raw, settings.scheduler_name)
+    reading = read_job(defaulted)
+    if reading.job is None:
+        return sort_errors(defaulted, reading.errors)
+    job = reading.job
+    errors = list(reading.errors)
+    name, name_errors = names.job_name(job.metadata)
+    errors.extend(name_errors)
+    errors.extend(names.validate_task_names(job.spec, SPEC, name, reading.readable))
+    first, last = _spec_problems(raw.get("spec"), reading, job, settings.scheduler_name, recall)
+    errors.extend(first)
+    errors.extend(jobcontrol.create_errors(raw))
+    if queues is not None:
+        errors.extend(validate_queue(job.spec, SPEC, queues, reading.readable))
+    errors.extend(last)
+    errors.extend(lifecycle.validate_spec(raw))
+    return sort_errors(defaulted, errors)
+
+
+def _spec_problems(
+    raw_spec: Any, reading: Reading, job: Job, scheduler_name: str, recall: memo.Recall
+) -> SpecProblems:
+    """The problems found by the checks that read the (defaulted) spec alone: those before the
+    queue check and those after it, in the order the checks run.
+
+    They depend on the raw spec and the scheduler name only (defaulting reads nothing else),
+    and jobs made from one manifest share their spec: `recall` may remember them by the spec's
+    digest. A Job with a value that could not be read (then `reading.broken` is not empty) is
+    rare and always worked out afresh.
+    """
+    encoded = None if reading.broken else memo.encoding(raw_spec)
+    if encoded is None:
+        return _work_out_spec_problems(reading, job, recall)
+    key = memo.digest(MEMO_TAG, scheduler_name.encode(), encoded)
+    return recall(key, lambda: _work_out_spec_problems(reading, job, recall))
+
+
+def _work_out_spec_problems(reading: Reading, job: Job, recall: memo.Recall) -> SpecProblems:
+    spec, readable = job.spec, reading.readable
+    first = [
+        *validate_task_bounds(spec, SPEC, readable),
+        *validate_depends_on(spec, SPEC),
+        *validate_templates(spec, SPEC, readable, recall),
+    ]
+    for i, task in enumerate(spec.tasks):
+        where = SPEC.child("tasks").index(i).child("policies")
+        first.extend(validate_policies(task.policies, where, readable))
+    first.extend(names.validate_spec_names(spec, SPEC))
+    first.extend(validate_job_bounds(spec, SPEC, readable))
+    first.extend(validate_partitions(spec, SPEC))
+    first.extend(validate_job_topology(spec, SPEC, readable))
+    first.extend(validate_policies(spec.policies, SPEC.child("policies"), readable))
+    first.extend(validate_plugins(spec, SPEC))
+    first.extend(validate_volumes(spec, SPEC, readable))
+    last = validate_success_policy(spec, SPEC, readable)
+    return (tuple(first), tuple(last))
