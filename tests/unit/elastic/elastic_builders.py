@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from decimal import Decimal
 
-from controller.elastic_plan import (
+from controller.elastic.decide.plan import (
     ElasticJobView,
     ElasticSettings,
     NodeView,

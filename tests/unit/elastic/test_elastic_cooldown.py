@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from elastic_builders import changes, fixed, gpu_nodes, job, pods_of_all, task
 
-from controller.elastic_plan import (
+from controller.elastic.decide.plan import (
     RESIZED_AT_KEY,
     ElasticJobView,
     ElasticSettings,

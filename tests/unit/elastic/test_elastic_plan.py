@@ -22,7 +22,7 @@ from elastic_builders import (
     task,
 )
 
-from controller.elastic_plan import (
+from controller.elastic.decide.plan import (
     ElasticJobView,
     ElasticSettings,
     NodeView,

@@ -18,7 +18,7 @@ from elastic_builders import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.elastic_plan import (
+from controller.elastic.decide.plan import (
     ElasticJobView,
     ElasticSettings,
     NodeView,

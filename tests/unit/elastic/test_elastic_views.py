@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.elastic_plan import (
+from controller.elastic.decide.plan import (
     ElasticSettings,
     job_view_from_wire,
     node_view_from_wire,

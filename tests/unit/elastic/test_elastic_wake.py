@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.cache import Cache
-from controller.elastic_loop import ElasticLoop
-from controller.elastic_plan import has_elastic_task, job_phase, wakes_autoscaler
-from controller.runner import _JobPhaseStore
+from controller.elastic.decide.plan import has_elastic_task, job_phase, wakes_autoscaler
+from controller.elastic.shell import ElasticLoop
+from controller.job.shell.cache import Cache
+from controller.job.shell.runner import _JobPhaseStore
 from localcluster.testing import wait_until
 
 

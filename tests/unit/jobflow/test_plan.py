@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controller.jobflow.plan import (
+from controller.jobflow.decide import (
     NetworkProbe,
     ProbeOutcome,
     merge_job_spec,

@@ -1,0 +1,763 @@
+"""The elastic autoscaler's decisions: jobs, nodes and pods in, new task replicas out.
+
+This is the fulfillment-score algorithm of the Elastic Deep Learning design ("Scaling Algorithm")
+applied to Volcano Jobs (docs/elastic.md):
+
+- capacity is counted per class: GPU tasks (their instance requests the GPU resource) compete for
+  Σ allocatable GPUs minus GPU requests; CPU tasks for Σ allocatable cpu and memory minus the
+  **limits** of every pod (the design's rule: limits, not requests);
+- a task's fulfillment score is `(replicas - minReplicas) / (maxReplicas - minReplicas)`;
+- a Pending job (elastic or not) below its minimum, for which the cluster is short, takes one
+  instance at a time from the most fulfilled elastic task of its class that is above its minimum
+  (GPU: only when that can free enough for the job, otherwise it waits; CPU: whatever can be freed,
+  the job is scheduled optimistically);
+- idle capacity then goes one instance at a time to the least fulfilled task of a Running job whose
+  instance fits; with `min_growth` a task grows only when the round can add that share of its
+  replicas (or take it to its maximum), since every resize costs a restart of its workers;
+- with `resize_cooldown` a task resized less than that long ago (the time the loop writes in the
+  job's RESIZED_AT_KEY annotation with every change) is not grown, and gives instances up only
+  when no other donor can.
+
+The function is pure and deterministic; the loop in `controller.elastic.shell` does the I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from shared import labels, quantity
+from shared.models import Job, JobPhase
+
+Resources = Mapping[str, Decimal]
+
+CPU: Final = "cpu"
+MEMORY: Final = "memory"
+DEFAULT_GPU_RESOURCE: Final = "nvidia.com/gpu"
+DEFAULT_MAX_STEP: Final = 1
+DEFAULT_MIN_GROWTH: Final = 0.0
+DEFAULT_RESIZE_COOLDOWN: Final = timedelta(0)
+#: On a Job: `{"<task>": "<RFC 3339 time>"}`, when the autoscaler last changed each task's replicas.
+RESIZED_AT_KEY: Final = "elastic.vcjob.volcano.sh/resized-at"
+
+# Jobs whose missing pods the controller will (re)create: their spec replicas are what they hold.
+PLANNED_PHASES: Final = frozenset({"", JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING})
+SCALE_UP_PHASES: Final = frozenset({JobPhase.RUNNING})
+DONOR_PHASES: Final = frozenset({JobPhase.PENDING, JobPhase.RUNNING})
+BLOCKED_PHASES: Final = frozenset({JobPhase.PENDING})
+FINISHED_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
+STARTED_POD_PHASES: Final = frozenset({"Running", "Succeeded"})
+
+
+@dataclass(frozen=True)
+class ElasticSettings:
+    gpu_resource: str = DEFAULT_GPU_RESOURCE
+    max_step: int = DEFAULT_MAX_STEP  # instances taken from one task per round when scaling down
+    # Resize cost awareness: a task grows only by at least this share of its replicas (or to its
+    # maximum). Elastic trainers restart on every resize (a rendezvous), so growing by one worker
+    # at a time can cost more than the worker brings. 0: every idle instance is handed out.
+    min_growth: float = DEFAULT_MIN_GROWTH
+    # Anti-churn: a task resized less than this long ago is not grown again, and is a donor only
+    # when no other task can give. 0: off.
+    resize_cooldown: timedelta = DEFAULT_RESIZE_COOLDOWN
+
+    def __post_init__(self) -> None:
+        if self.max_step < 1:
+            raise ValueError(f"max_step must be at least 1, got {self.max_step}")
+        if self.min_growth < 0 or math.isnan(self.min_growth):
+            raise ValueError(f"min_growth must not be negative, got {self.min_growth}")
+        if self.resize_cooldown < timedelta(0):
+            raise ValueError(f"resize_cooldown must not be negative, got {self.resize_cooldown}")
+        if not self.gpu_resource:
+            raise ValueError("gpu_resource must not be empty")
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """One task of a job; `requests`/`limits` are those of one instance (pod) of it."""
+
+    name: str
+    replicas: int
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    min_available: int | None = None
+    requests: Resources = field(default_factory=dict)
+    limits: Resources = field(default_factory=dict)
+    resized_at: datetime | None = None  # when the autoscaler last changed its replicas
+
+    @property
+    def is_elastic(self) -> bool:
+        return (
+            self.min_replicas is not None
+            and self.max_replicas is not None
+            and self.min_replicas < self.max_replicas
+        )
+
+    @property
+    def minimum(self) -> int:
+        """Instances the task needs before its job can run."""
+        if self.is_elastic and self.min_replicas is not None:
+            wanted = self.min_replicas
+        elif self.min_available is not None:
+            wanted = self.min_available
+        else:
+            wanted = self.replicas
+        return max(0, min(wanted, self.replicas))
+
+
+@dataclass(frozen=True)
+class ElasticJobView:
+    namespace: str
+    name: str
+    phase: str
+    tasks: tuple[TaskView, ...]
+    min_available: int | None = None
+    created: str = ""
+
+    @property
+    def minimum(self) -> int:
+        """Pods that must run for the job to run (its gang size)."""
+        by_tasks = sum(task.minimum for task in self.tasks)
+        return self.min_available if self.min_available is not None else by_tasks
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    allocatable: Resources
+    schedulable: bool = True
+
+
+@dataclass(frozen=True)
+class PodView:
+    namespace: str
+    name: str
+    phase: str
+    requests: Resources = field(default_factory=dict)
+    limits: Resources = field(default_factory=dict)
+    job: str = ""
+    task: str = ""
+    index: int | None = None
+    terminating: bool = False
+
+    @property
+    def active(self) -> bool:
+        """Holds (or will hold) node resources: neither finished nor on its way out."""
+        return self.phase not in FINISHED_POD_PHASES and not self.terminating
+
+
+@dataclass(frozen=True)
+class ScaleDecision:
+    namespace: str
+    job: str
+    task: str
+    from_replicas: int
+    to_replicas: int
+    reason: str
+
+    @property
+    def scales_up(self) -> bool:
+        return self.to_replicas > self.from_replicas
+
+
+# -- wire dicts → views ------------------------------------------------------------------------
+
+
+def _parse_amounts(raw: Any) -> dict[str, Decimal]:
+    parsed: dict[str, Decimal] = {}
+    if not isinstance(raw, Mapping):
+        return parsed
+    for name, value in raw.items():
+        amount = quantity.try_parse(value)
+        if amount is not None:
+            parsed[str(name)] = amount
+    return parsed
+
+
+def _add(*amounts: Resources) -> dict[str, Decimal]:
+    return quantity.add_quantities(*(dict(a) for a in amounts))
+
+
+def _elementwise_max(amounts: Iterable[Resources]) -> dict[str, Decimal]:
+    result: dict[str, Decimal] = {}
+    for amount in amounts:
+        for name, value in amount.items():
+            result[name] = max(result.get(name, Decimal(0)), value)
+    return result
+
+
+def _container_amounts(container: Any, primary: str) -> dict[str, Decimal]:
+    """A container's requests (`primary="requests"`) or limits, each falling back to the other.
+
+    The API server defaults requests to limits; a missing limit is counted as the request, the
+    least a container can take.
+    """
+    if not isinstance(container, Mapping):
+        return {}
+    resources = container.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        return {}
+    secondary = "limits" if primary == "requests" else "requests"
+    amounts = _parse_amounts(resources.get(secondary))
+    amounts.update(_parse_amounts(resources.get(primary)))
+    return amounts
+
+
+def pod_spec_amounts(pod_spec: Any, primary: str) -> dict[str, Decimal]:
+    """Requests or limits of a pod: max(Σ containers, largest init container) + overhead."""
+    if not isinstance(pod_spec, Mapping):
+        return {}
+    containers = _add(*(_container_amounts(c, primary) for c in pod_spec.get("containers") or []))
+    init = _elementwise_max(
+        _container_amounts(c, primary) for c in pod_spec.get("initContainers") or []
+    )
+    return _add(_elementwise_max([containers, init]), _parse_amounts(pod_spec.get("overhead")))
+
+
+def resized_at_from_annotations(annotations: Mapping[str, Any]) -> dict[str, datetime]:
+    """The RESIZED_AT_KEY annotation: task name → aware time; what does not parse is left out
+    (the task then counts as not resized lately)."""
+    try:
+        raw = json.loads(str(annotations.get(RESIZED_AT_KEY) or "{}"))
+    except ValueError:
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    parsed: dict[str, datetime] = {}
+    for task, value in raw.items():
+        try:
+            at = datetime.fromisoformat(str(value))
+        except ValueError:
+            continue
+        if at.tzinfo is not None:
+            parsed[str(task)] = at
+    return parsed
+
+
+def resized_at_annotation(previous: Mapping[str, datetime], task: str, at: datetime) -> str:
+    """The RESIZED_AT_KEY value after `task` was resized `at` (other tasks' times kept)."""
+    merged = {**previous, task: at}
+    return json.dumps(
+        {name: when.isoformat().replace("+00:00", "Z") for name, when in sorted(merged.items())},
+        separators=(",", ":"),
+    )
+
+
+def cooling_down(resized_at: datetime | None, now: datetime, cooldown: timedelta) -> bool:
+    """Resized less than `cooldown` before `now` (a time in the future counts as just now)."""
+    return resized_at is not None and now - resized_at < cooldown
+
+
+def wakes_autoscaler(previous_phase: str | None, phase: str | None, any_elastic: bool) -> bool:
+    """A job that has just turned Pending (new, or back from Restarting) may need room now: the
+    autoscaler should not leave it waiting for the next period. Only elastic tasks give room,
+    so with none in the cluster (`any_elastic`) a round could change nothing and is not brought
+    forward: a burst of ordinary jobs must not cost a listing of every Job per arrival."""
+    return any_elastic and phase == JobPhase.PENDING and previous_phase != JobPhase.PENDING
+
+
+def has_elastic_task(job: Mapping[str, Any]) -> bool:
+    """Whether a Job dict has a task the autoscaler may resize (`minReplicas < maxReplicas`);
+    a malformed task counts as not elastic (the round itself reports malformed jobs)."""
+    tasks = (job.get("spec") or {}).get("tasks")
+    if not isinstance(tasks, list):
+        return False
+    for task in tasks:
+        if not isinstance(task, Mapping):
+            continue
+        low, high = task.get("minReplicas"), task.get("maxReplicas")
+        if isinstance(low, int) and isinstance(high, int) and low < high:
+            return True
+    return False
+
+
+def job_phase(job: Mapping[str, Any]) -> str | None:
+    """`status.state.phase` of a Job dict, None before the controller has set one."""
+    state = (job.get("status") or {}).get("state") or {}
+    phase = state.get("phase") if isinstance(state, Mapping) else None
+    return str(phase) if phase else None
+
+
+def job_view_from_wire(job: Mapping[str, Any]) -> ElasticJobView:
+    """The view of a batch.volcano.sh Job dict; raises ValueError naming the job when malformed."""
+    metadata = job.get("metadata") or {}
+    key = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+    try:
+        model = Job.from_wire(job)
+    except ValidationError as exc:
+        raise ValueError(f"job {key} cannot be read: {exc}") from exc
+    resized = resized_at_from_annotations(metadata.get("annotations") or {})
+    tasks = []
+    for index, task in enumerate(model.spec.tasks):
+        pod_spec = (task.template or {}).get("spec") or {}
+        name = task.name or f"{labels.DEFAULT_TASK_PREFIX}{index}"
+        tasks.append(
+            TaskView(
+                name=name,
+                replicas=task.replica_count,
+                min_replicas=task.min_replicas,
+                max_replicas=task.max_replicas,
+                min_available=task.min_available,
+                requests=pod_spec_amounts(pod_spec, "requests"),
+                limits=pod_spec_amounts(pod_spec, "limits"),
+                resized_at=resized.get(name),
+            )
+        )
+    phase = (model.status.state.phase if model.status else None) or ""
+    return ElasticJobView(
+        namespace=model.namespace,
+        name=model.name,
+        phase=phase,
+        tasks=tuple(tasks),
+        min_available=model.spec.min_available,
+        created=str(metadata.get("creationTimestamp") or ""),
+    )
+
+
+def node_view_from_wire(node: Mapping[str, Any]) -> NodeView:
+    metadata = node.get("metadata") or {}
+    status = node.get("status") or {}
+    conditions = status.get("conditions") or []
+    ready = all(
+        c.get("status") == "True" for c in conditions if c.get("type") == "Ready"
+    )  # a node that reports no Ready condition yet is taken at its word
+    return NodeView(
+        name=str(metadata.get("name") or ""),
+        allocatable=_parse_amounts(status.get("allocatable") or status.get("capacity")),
+        schedulable=ready and not (node.get("spec") or {}).get("unschedulable", False),
+    )
+
+
+def pod_view_from_wire(pod: Mapping[str, Any]) -> PodView:
+    metadata = pod.get("metadata") or {}
+    pod_labels = metadata.get("labels") or {}
+    annotations = metadata.get("annotations") or {}
+    spec = pod.get("spec") or {}
+
+    def tag(key: str) -> str:
+        return str(pod_labels.get(key) or annotations.get(key) or "")
+
+    try:
+        index: int | None = int(tag(labels.TASK_INDEX_KEY))
+    except ValueError:
+        index = None
+    namespace = str(metadata.get("namespace") or "")
+    return PodView(
+        namespace=namespace,
+        name=str(metadata.get("name") or ""),
+        phase=str((pod.get("status") or {}).get("phase") or "Pending"),
+        requests=pod_spec_amounts(spec, "requests"),
+        limits=pod_spec_amounts(spec, "limits"),
+        job=tag(labels.JOB_NAME_KEY),
+        task=tag(labels.TASK_SPEC_KEY),
+        index=index,
+        terminating=bool(metadata.get("deletionTimestamp")),
+    )
+
+
+# -- the plan ----------------------------------------------------------------------------------
+
+UnitKey = tuple[str, str, str]  # namespace, job, task
+
+
+@dataclass(frozen=True)
+class _Classes:
+    """Which capacity dimensions a class of jobs competes for."""
+
+    gpu: str
+
+    def dims(self, is_gpu: bool) -> tuple[str, ...]:
+        return (self.gpu,) if is_gpu else (CPU, MEMORY)
+
+    def load(self, requests: Resources, limits: Resources) -> dict[str, Decimal]:
+        """What one pod takes from the capacity: GPU requests, cpu and memory limits."""
+        return {
+            self.gpu: requests.get(self.gpu, Decimal(0)),
+            CPU: limits.get(CPU, Decimal(0)),
+            MEMORY: limits.get(MEMORY, Decimal(0)),
+        }
+
+
+@dataclass
+class _Unit:
+    """An elastic task being planned; `replicas` moves during the round."""
+
+    job: ElasticJobView
+    task: TaskView
+    load: dict[str, Decimal]  # per instance, on the dimensions of its class only
+    gpu: Decimal  # GPUs per instance (0 for a CPU task)
+    replicas: int
+    cooling: bool = False  # resized within the cooldown
+    steps_down: int = 0
+    reason: str = ""
+
+    @property
+    def key(self) -> UnitKey:
+        return (self.job.namespace, self.job.name, self.task.name)
+
+    @property
+    def low(self) -> int:
+        return self.task.min_replicas or 0
+
+    @property
+    def high(self) -> int:
+        return self.task.max_replicas or 0
+
+    def score(self) -> Fraction:
+        return fulfillment(self.replicas, self.low, self.high)
+
+    def tiebreak(self) -> tuple[Decimal, Decimal, Decimal]:
+        # Larger instances first: GPUs per instance, then cpu request, then memory request.
+        requests = self.task.requests
+        return (-self.gpu, -requests.get(CPU, Decimal(0)), -requests.get(MEMORY, Decimal(0)))
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.gpu > 0
+
+
+def fulfillment(replicas: int, low: int, high: int) -> Fraction:
+    """`(current - min) / (max - min)`: 0 at the minimum, 1 at the maximum."""
+    if high <= low:
+        return Fraction(1)
+    return Fraction(replicas - low, high - low)
+
+
+def fulfillment_score(task: TaskView) -> float:
+    return float(fulfillment(task.replicas, task.min_replicas or 0, task.max_replicas or 0))
+
+
+def _least_fulfilled_first(unit: _Unit) -> tuple[Any, ...]:
+    return (unit.score(), *unit.tiebreak(), unit.key)
+
+
+def _most_fulfilled_first(unit: _Unit) -> tuple[Any, ...]:
+    return (-unit.score(), *unit.tiebreak(), unit.key)
+
+
+def _pods_by_task(pods: Sequence[PodView]) -> dict[UnitKey, list[PodView]]:
+    grouped: dict[UnitKey, list[PodView]] = {}
+    for pod in pods:
+        if pod.job and pod.task:
+            grouped.setdefault((pod.namespace, pod.job, pod.task), []).append(pod)
+    return grouped
+
+
+def _instance_loads(
+    job: ElasticJobView,
+    task: TaskView,
+    pods: Sequence[PodView],
+    classes: _Classes,
+) -> list[dict[str, Decimal]]:
+    """What each instance of a task holds, index by index.
+
+    Instances not yet created count with the template's amounts: a plan that adds replicas must
+    see them as taken in the next round, before the controller has created their pods, or it
+    would hand the same capacity out twice (and later take it back: flapping). A pod beyond the
+    spec's replicas or on its way out counts for nothing, for the same reason in reverse: the spec
+    is the state the plan produced. A finished pod holds nothing and is not recreated.
+    """
+    template = classes.load(task.requests, task.limits)
+    by_index: dict[int, PodView] = {}
+    loads: list[dict[str, Decimal]] = []
+    for task_pod in pods:
+        if task_pod.terminating:
+            continue
+        if task_pod.index is None:
+            if task_pod.active:
+                loads.append(classes.load(task_pod.requests, task_pod.limits))
+            continue
+        by_index[task_pod.index] = task_pod
+    if job.phase not in PLANNED_PHASES:
+        loads.extend(classes.load(p.requests, p.limits) for p in by_index.values() if p.active)
+        return loads
+    for index in range(task.replicas):
+        pod = by_index.get(index)
+        if pod is None:
+            loads.append(dict(template))
+        elif pod.active:
+            loads.append(classes.load(pod.requests, pod.limits))
+        else:
+            loads.append({})
+    return loads
+
+
+def _sum(loads: Iterable[Mapping[str, Decimal]]) -> dict[str, Decimal]:
+    return quantity.add_quantities(*(dict(load) for load in loads))
+
+
+def _job_is_gpu(job: ElasticJobView, gpu: str) -> bool:
+    return any(task.requests.get(gpu, Decimal(0)) > 0 for task in job.tasks)
+
+
+def _is_blocked(job: ElasticJobView, pods: Mapping[UnitKey, list[PodView]]) -> bool:
+    """Pending with fewer started pods than its minimum."""
+    if job.phase not in BLOCKED_PHASES:
+        return False
+    started = sum(
+        1
+        for task in job.tasks
+        for pod in pods.get((job.namespace, job.name, task.name), [])
+        if pod.phase in STARTED_POD_PHASES and not pod.terminating
+    )
+    return started < job.minimum
+
+
+def describe(amounts: Mapping[str, Decimal], gpu: str) -> str:
+    """`2 GPUs`, `1500m CPU and 3Gi memory`: the amounts a reason speaks of."""
+    parts = []
+    if gpu in amounts:
+        count = amounts[gpu]
+        parts.append(f"{_number(count)} GPU{'' if count == 1 else 's'}")
+    if CPU in amounts:
+        parts.append(f"{_cpu(amounts[CPU])} CPU")
+    if MEMORY in amounts:
+        parts.append(f"{_memory(amounts[MEMORY])} memory")
+    return " and ".join(parts)
+
+
+def _number(value: Decimal) -> str:
+    return format(value.normalize(), "f") if value != value.to_integral_value() else str(int(value))
+
+
+def _cpu(value: Decimal) -> str:
+    if value == value.to_integral_value():
+        return str(int(value))
+    return f"{_number(value * 1000)}m"
+
+
+def _memory(value: Decimal) -> str:
+    for suffix, power in (("Ti", 4), ("Gi", 3), ("Mi", 2), ("Ki", 1)):
+        scaled = value / (Decimal(1024) ** power)
+        if value != 0 and scaled == scaled.to_integral_value():
+            return f"{int(scaled)}{suffix}"
+    return _number(value)
+
+
+def plan_elastic(
+    jobs: Sequence[ElasticJobView],
+    nodes: Sequence[NodeView],
+    pods: Sequence[PodView],
+    settings: ElasticSettings,
+    now: datetime | None = None,
+) -> list[ScaleDecision]:
+    """New replicas for elastic tasks, one decision per task that changes, in a stable order.
+
+    `now` (aware) is needed only with a resize cooldown: without it no task counts as cooling."""
+    classes = _Classes(settings.gpu_resource)
+    zero = {settings.gpu_resource: Decimal(0), CPU: Decimal(0), MEMORY: Decimal(0)}
+    capacity = _sum(
+        [zero, *(classes.load(n.allocatable, n.allocatable) for n in nodes if n.schedulable)]
+    )
+    pods_by_task = _pods_by_task(pods)
+    known_tasks = {(j.namespace, j.name, t.name) for j in jobs for t in j.tasks}
+
+    # Everything held now or planned by a spec, per job; the blocked jobs' share kept apart.
+    held = [
+        classes.load(p.requests, p.limits)
+        for p in pods
+        if p.active and (p.namespace, p.job, p.task) not in known_tasks
+    ]
+    blocked = sorted(
+        (j for j in jobs if _is_blocked(j, pods_by_task)),
+        key=lambda j: (j.created, j.namespace, j.name),
+    )
+    blocked_keys = {(j.namespace, j.name) for j in blocked}
+    minimum_part: dict[tuple[str, str], dict[str, Decimal]] = {}
+    extra_part: dict[tuple[str, str], dict[str, Decimal]] = {}
+    unplaced_part: dict[tuple[str, str], dict[str, Decimal]] = {}
+    for job in jobs:
+        for task in job.tasks:
+            task_pods = pods_by_task.get((job.namespace, job.name, task.name), [])
+            loads = _instance_loads(job, task, task_pods, classes)
+            held.extend(loads)
+            if (job.namespace, job.name) in blocked_keys:
+                key = (job.namespace, job.name)
+                minimum_part[key] = _sum([minimum_part.get(key, {}), *loads[: task.minimum]])
+                extra_part[key] = _sum([extra_part.get(key, {}), *loads[task.minimum :]])
+                running = [
+                    classes.load(p.requests, p.limits)
+                    for p in task_pods
+                    if p.phase == "Running" and not p.terminating
+                ]
+                unplaced = _sum([*loads, *({k: -v for k, v in r.items()} for r in running)])
+                unplaced_part[key] = _sum([unplaced_part.get(key, {}), unplaced])
+    free = _sum([zero, capacity, *({k: -v for k, v in load.items()} for load in held)])
+
+    units = []
+    for job in jobs:
+        for task in job.tasks:
+            if not task.is_elastic:
+                continue
+            gpu = task.requests.get(settings.gpu_resource, Decimal(0))
+            load = classes.load(task.requests, task.limits)
+            units.append(
+                _Unit(
+                    job=job,
+                    task=task,
+                    load={d: load[d] for d in classes.dims(gpu > 0)},
+                    gpu=gpu,
+                    replicas=task.replicas,
+                    cooling=now is not None
+                    and cooling_down(task.resized_at, now, settings.resize_cooldown),
+                )
+            )
+
+    _make_room(blocked, units, free, minimum_part, extra_part, unplaced_part, classes, settings)
+    _fill_idle(units, free, classes, settings.min_growth)
+
+    return [
+        ScaleDecision(
+            namespace=unit.job.namespace,
+            job=unit.job.name,
+            task=unit.task.name,
+            from_replicas=unit.task.replicas,
+            to_replicas=unit.replicas,
+            reason=f"Scaled task {unit.task.name} {unit.task.replicas}→{unit.replicas}: "
+            f"{unit.reason}",
+        )
+        for unit in sorted(units, key=lambda u: u.key)
+        if unit.replicas != unit.task.replicas
+    ]
+
+
+def _make_room(
+    blocked: Sequence[ElasticJobView],
+    units: Sequence[_Unit],
+    free: dict[str, Decimal],
+    minimum_part: Mapping[tuple[str, str], Mapping[str, Decimal]],
+    extra_part: Mapping[tuple[str, str], Mapping[str, Decimal]],
+    unplaced_part: Mapping[tuple[str, str], Mapping[str, Decimal]],
+    classes: _Classes,
+    settings: ElasticSettings,
+) -> None:
+    """Shrink the most fulfilled elastic tasks until each blocked job's minimum fits."""
+    all_extras = _sum(extra_part.values())
+    for position, job in enumerate(blocked):
+        key = (job.namespace, job.name)
+        is_gpu = _job_is_gpu(job, settings.gpu_resource)
+        needed = {
+            d
+            for d in classes.dims(is_gpu)
+            if any(classes.load(t.requests, t.limits)[d] > 0 for t in job.tasks)
+        }
+        # The job's minimum must fit; its further replicas and the minimums of jobs that came
+        # later may wait.
+        later = _sum(minimum_part.get((j.namespace, j.name), {}) for j in blocked[position + 1 :])
+        short = _shortfall(_sum([free, all_extras, later]), needed)
+        if not short:
+            continue
+        donors = [
+            u
+            for u in units
+            if u.is_gpu == is_gpu
+            and u.job.phase in DONOR_PHASES
+            and (u.job.namespace, u.job.name) != key
+        ]
+        if is_gpu:
+            # GPUs cannot be overcommitted: freeing fewer than the job needs only idles them.
+            releasable = sum((max(0, u.replicas - u.low) * u.gpu for u in donors), Decimal(0))
+            if releasable < short[settings.gpu_resource]:
+                # It waits (seed). Its pods that are not running hold no GPU, so the idle GPUs
+                # still go to the least fulfilled jobs instead of idling behind a job that cannot
+                # start; once enough is releasable it takes its share as above.
+                for dim, amount in unplaced_part.get(key, {}).items():
+                    free[dim] += amount
+                all_extras = _sum([all_extras, {k: -v for k, v in extra_part.get(key, {}).items()}])
+                continue
+        wanted = describe(short, settings.gpu_resource)
+        while short:
+            candidates = [
+                u
+                for u in donors
+                if u.replicas > u.low
+                and u.steps_down < settings.max_step
+                and any(u.load.get(d, Decimal(0)) > 0 for d in short)
+            ]
+            if not candidates:
+                break
+            unit = min(candidates, key=_donor_order)
+            unit.replicas -= 1
+            unit.steps_down += 1
+            for dim, amount in unit.load.items():
+                free[dim] += amount
+            if not unit.reason:
+                unit.reason = f"job {job.namespace}/{job.name} needs {wanted} to reach its minimum"
+            short = _shortfall(_sum([free, all_extras, later]), needed)
+
+
+def _donor_order(unit: _Unit) -> tuple[Any, ...]:
+    """Tasks out of their cooldown give first (their workers are not just restarting), then the
+    most fulfilled."""
+    return (unit.cooling, *_most_fulfilled_first(unit))
+
+
+def _shortfall(available: Mapping[str, Decimal], dims: Iterable[str]) -> dict[str, Decimal]:
+    return {d: -available[d] for d in dims if available.get(d, Decimal(0)) < 0}
+
+
+def growth_needed(replicas: int, high: int, min_growth: float) -> int:
+    """The fewest instances a task at `replicas` may grow by: `min_growth` of its replicas, at
+    least one, at most what takes it to its maximum `high`."""
+    return max(1, min(high - replicas, math.ceil(min_growth * replicas)))
+
+
+def _fill_idle(
+    units: Sequence[_Unit], free: dict[str, Decimal], classes: _Classes, min_growth: float
+) -> None:
+    """Hand idle capacity out one instance at a time to the least fulfilled task that fits.
+
+    When a task would grow by less than `growth_needed`, the last of those tasks in the hand-out
+    order is left out and the capacity handed out again, until every task that grows grows
+    enough: idle capacity that several tasks would share too thinly goes to fewer of them."""
+    growing = [
+        u
+        for u in units
+        if u.job.phase in SCALE_UP_PHASES
+        and u.steps_down == 0
+        and u.replicas < u.high
+        and not u.cooling
+    ]
+    start = {id(u): (u.replicas, u.reason) for u in growing}
+    free_before = dict(free)
+    while True:
+        _hand_out(growing, free, classes)
+        too_small = [
+            u
+            for u in growing
+            if 0 < u.replicas - start[id(u)][0] < growth_needed(start[id(u)][0], u.high, min_growth)
+        ]
+        if not too_small:
+            return
+        for unit in growing:
+            unit.replicas, unit.reason = start[id(unit)]
+        free.clear()
+        free.update(free_before)
+        dropped = max(too_small, key=_least_fulfilled_first)
+        growing = [u for u in growing if u is not dropped]
+
+
+def _hand_out(growing: Sequence[_Unit], free: dict[str, Decimal], classes: _Classes) -> None:
+    while True:
+        fitting = [
+            u
+            for u in growing
+            if u.replicas < u.high and all(free[d] >= amount for d, amount in u.load.items())
+        ]
+        if not fitting:
+            return
+        unit = min(fitting, key=_least_fulfilled_first)
+        if not unit.reason:
+            idle = {d: max(free[d], Decimal(0)) for d in classes.dims(unit.is_gpu)}
+            unit.reason = f"{describe(idle, classes.gpu)} idle"
+        unit.replicas += 1
+        for dim, amount in unit.load.items():
+            free[dim] -= amount
