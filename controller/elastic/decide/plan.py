@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from shared import labels, quantity
+from shared import gang, labels, quantity
 from shared.models import Job, JobPhase
 
 Resources = Mapping[str, Decimal]
@@ -92,6 +92,9 @@ class TaskView:
     requests: Resources = field(default_factory=dict)
     limits: Resources = field(default_factory=dict)
     resized_at: datetime | None = None  # when the autoscaler last changed its replicas
+    # partitionPolicy's minPartitions and partitionSize: a partitioned task's gang size
+    min_partitions: int | None = None
+    partition_size: int | None = None
 
     @property
     def is_elastic(self) -> bool:
@@ -106,10 +109,13 @@ class TaskView:
         """Instances the task needs before its job can run."""
         if self.is_elastic and self.min_replicas is not None:
             wanted = self.min_replicas
-        elif self.min_available is not None:
-            wanted = self.min_available
         else:
-            wanted = self.replicas
+            wanted = gang.task_min_available(
+                self.replicas,
+                min_available=self.min_available,
+                min_partitions=self.min_partitions,
+                partition_size=self.partition_size,
+            )
         return max(0, min(wanted, self.replicas))
 
 
@@ -125,8 +131,7 @@ class ElasticJobView:
     @property
     def minimum(self) -> int:
         """Pods that must run for the job to run (its gang size)."""
-        by_tasks = sum(task.minimum for task in self.tasks)
-        return self.min_available if self.min_available is not None else by_tasks
+        return gang.job_min_available(self.min_available, (task.minimum for task in self.tasks))
 
 
 @dataclass(frozen=True)
@@ -299,6 +304,7 @@ def job_view_from_wire(job: Mapping[str, Any]) -> ElasticJobView:
     for index, task in enumerate(model.spec.tasks):
         pod_spec = (task.template or {}).get("spec") or {}
         name = task.name or f"{labels.DEFAULT_TASK_PREFIX}{index}"
+        partition = task.partition_policy
         tasks.append(
             TaskView(
                 name=name,
@@ -309,6 +315,8 @@ def job_view_from_wire(job: Mapping[str, Any]) -> ElasticJobView:
                 requests=pod_spec_amounts(pod_spec, "requests"),
                 limits=pod_spec_amounts(pod_spec, "limits"),
                 resized_at=resized.get(name),
+                min_partitions=partition.min_partitions if partition is not None else None,
+                partition_size=partition.partition_size if partition is not None else None,
             )
         )
     phase = (model.status.state.phase if model.status else None) or ""

@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from controller.job.decide.podgen import child_metadata, queue_of
-from shared import labels, quantity
+from shared import gang, labels, quantity
 from shared.models import Job, TaskSpec
 from shared.models.job import PARTITION_ID_LABEL, NetworkTopology
 
@@ -32,20 +32,22 @@ SCHEDULED = "Scheduled"
 
 
 def task_min_available(task: TaskSpec) -> int:
-    """task.minAvailable, else minPartitions·partitionSize (both > 0), else replicas."""
-    if task.min_available is not None:
-        return task.min_available
+    """The task's gang size (`shared.gang.task_min_available`)."""
     policy = task.partition_policy
-    if policy is not None and (policy.min_partitions or 0) > 0 and (policy.partition_size or 0) > 0:
-        return (policy.min_partitions or 0) * (policy.partition_size or 0)
-    return task.replica_count
+    return gang.task_min_available(
+        task.replica_count,
+        min_available=task.min_available,
+        min_replicas=task.min_replicas,
+        min_partitions=policy.min_partitions if policy is not None else None,
+        partition_size=policy.partition_size if policy is not None else None,
+    )
 
 
 def job_min_available(job: Job) -> int:
     """spec.minAvailable; the webhook always sets it, Σ task minAvailable otherwise."""
-    if job.spec.min_available is not None:
-        return job.spec.min_available
-    return sum(task_min_available(t) for t in job.spec.tasks)
+    return gang.job_min_available(
+        job.spec.min_available, (task_min_available(t) for t in job.spec.tasks)
+    )
 
 
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
