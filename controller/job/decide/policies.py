@@ -1,19 +1,18 @@
-"""Lifecycle events, policy matching and delayed actions (timers).
+"""Lifecycle events and policy matching.
 
 Events are derived level-triggered from what is observed now (pods, pod edges, the PodGroup,
 the spec), except PodEvicted (a deletion edge) and JobUpdated (a spec change remembered by
-generation). Timers live in the planner's memory as plain dicts so the shell can keep them.
+generation). Delayed actions (timers) are `controller.job.decide.timers`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from controller.job.decide import podview
-from controller.job.decide.status import parse_time, rfc3339
 from shared.duration import parse_duration
 from shared.models import Job, LifecyclePolicy, PolicyAction, PolicyEvent, TaskSpec
 
@@ -60,16 +59,6 @@ class Decision:
     task: str | None = None
     pod: str | None = None
     event: PolicyEvent | None = None
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What event causes are re-checked against."""
-
-    pods_by_name: Mapping[str, Mapping[str, Any]]
-    pod_group_phase: str
-    completed_tasks: frozenset[str]
-    failed_tasks: frozenset[str]
 
 
 def _events_of(policy: LifecyclePolicy) -> list[str]:
@@ -170,116 +159,3 @@ def failed_tasks(
         if pods and sum(podview.restart_count(p) for p in pods) >= task_max_retry(task):
             out.add(str(task.name))
     return frozenset(out)
-
-
-def cause_holds(timer: Mapping[str, Any], facts: Facts) -> bool:
-    """Whether what started a delayed action is still true (re-checked every reconcile; a
-    timer whose cause went away is cancelled, e.g. by the pod running again)."""
-    event = timer.get("event")
-    pod = facts.pods_by_name.get(str(timer.get("pod")))
-    if event == PolicyEvent.POD_PENDING:
-        return (
-            pod is not None
-            and podview.uid_of(pod) == timer.get("podUid")
-            and podview.phase(pod) == podview.PENDING
-            and not podview.is_deleting(pod)
-        )
-    if event == PolicyEvent.POD_FAILED:
-        return (
-            pod is not None
-            and podview.phase(pod) == podview.FAILED
-            and not podview.is_out_of_sync(pod)
-            and not podview.is_deleting(pod)
-        )
-    if event == PolicyEvent.POD_EVICTED:
-        return pod is None or podview.phase(pod) not in (podview.RUNNING, podview.SUCCEEDED)
-    if event == PolicyEvent.TASK_COMPLETED:
-        return timer.get("task") in facts.completed_tasks
-    if event == PolicyEvent.TASK_FAILED:
-        return timer.get("task") in facts.failed_tasks
-    if event == PolicyEvent.UNKNOWN:
-        return facts.pod_group_phase == "Unknown"
-    return event == PolicyEvent.JOB_UPDATED
-
-
-def new_timer(ev: JobEvent, action: str, fire_at: datetime) -> dict[str, Any]:
-    return {
-        "event": str(ev.event),
-        "action": action,
-        "fireAt": rfc3339(fire_at),
-        "task": ev.task,
-        "pod": ev.pod,
-        "podUid": ev.pod_uid,
-        "detail": ev.detail,
-    }
-
-
-@dataclass
-class TimerStep:
-    timers: dict[str, dict[str, Any]]
-    fired: list[tuple[str, Decision]]
-    next_fire: datetime | None
-
-
-def step_timers(timers: Mapping[str, Mapping[str, Any]], facts: Facts, now: datetime) -> TimerStep:
-    """Cancel timers whose cause is gone, fire the due ones whose cause still holds."""
-    kept: dict[str, dict[str, Any]] = {}
-    fired: list[tuple[str, Decision]] = []
-    for key, timer in sorted(timers.items()):
-        if not cause_holds(timer, facts):
-            continue
-        fire_at = parse_time(str(timer.get("fireAt") or "")) or now
-        if fire_at <= now:
-            try:
-                action = PolicyAction(str(timer.get("action")))
-            except ValueError:
-                continue
-            fired.append(
-                (
-                    key,
-                    Decision(
-                        action,
-                        f"{timer.get('detail') or timer.get('event')} (delayed action due)",
-                        task=timer.get("task"),
-                        pod=timer.get("pod"),
-                        event=PolicyEvent(str(timer.get("event"))),
-                    ),
-                )
-            )
-            continue
-        kept[key] = dict(timer)
-    next_fire = min(
-        (t for t in (parse_time(str(v.get("fireAt"))) for v in kept.values()) if t is not None),
-        default=None,
-    )
-    return TimerStep(kept, fired, next_fire)
-
-
-def pending_start(pod: Mapping[str, Any] | None, now: datetime) -> datetime:
-    """A PodPending delay counts from the pod's creation, so it survives a controller restart."""
-    created = parse_time(podview.creation_timestamp(pod or {}))
-    return created if created is not None and created <= now else now
-
-
-def failed_since(pod: Mapping[str, Any] | None, now: datetime) -> datetime:
-    """A PodFailed delay counts from when the pod's last container terminated (its
-    `finishedAt`), so a controller that restarts keeps the same deadline."""
-    finished: list[datetime] = []
-    status = (pod or {}).get("status") or {}
-    for key in ("initContainerStatuses", "containerStatuses"):
-        for container in status.get(key) or []:
-            terminated = (container.get("state") or {}).get("terminated") or {}
-            moment = parse_time(terminated.get("finishedAt"))
-            if moment is not None:
-                finished.append(moment)
-    latest = max(finished, default=None)
-    return latest if latest is not None and latest <= now else now
-
-
-def timer_start(event: JobEvent, pod: Mapping[str, Any] | None, now: datetime) -> datetime:
-    """When a delayed action's clock started, read from the API where the API records it."""
-    if event.event == PolicyEvent.POD_PENDING:
-        return pending_start(pod, now)
-    if event.event == PolicyEvent.POD_FAILED:
-        return failed_since(pod, now)
-    return now

@@ -35,15 +35,13 @@ class Transition:
     kill: Kill
     counts_retry: bool = False
     bump_version: bool = False
-    # A fresh gang admission is needed afterwards (full restarts, suspension).
-    delete_pod_group: bool = False
 
 
 _RESTART_JOB: Final = Transition(
-    JobPhase.RESTARTING, Kill.ALL, counts_retry=True, bump_version=True, delete_pod_group=True
+    JobPhase.RESTARTING, Kill.ALL, counts_retry=True, bump_version=True
 )
 _RESTART_TARGET: Final = Transition(JobPhase.RESTARTING, Kill.TARGET, counts_retry=True)
-_ABORT: Final = Transition(JobPhase.ABORTING, Kill.UNFINISHED, delete_pod_group=True)
+_ABORT: Final = Transition(JobPhase.ABORTING, Kill.UNFINISHED)
 _TERMINATE: Final = Transition(JobPhase.TERMINATING, Kill.UNFINISHED)
 _COMPLETE: Final = Transition(JobPhase.COMPLETING, Kill.UNFINISHED)
 # Resuming is not a failure: no retry is consumed (fix 5). Succeeded pods stay (their work is
