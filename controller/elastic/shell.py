@@ -24,14 +24,16 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
 from controller.elastic.decide.plan import (
     DONOR_PHASES,
-    RESIZED_AT_KEY,
-    ElasticJobView,
     ElasticSettings,
     ScaleDecision,
     fulfillment_score,
+    plan_elastic,
+)
+from controller.elastic.decide.views import (
+    RESIZED_AT_KEY,
+    ElasticJobView,
     job_view_from_wire,
     node_view_from_wire,
-    plan_elastic,
     pod_view_from_wire,
     resized_at_annotation,
     resized_at_from_annotations,

@@ -18,42 +18,61 @@ applied to Volcano Jobs (docs/elastic.md):
   job's RESIZED_AT_KEY annotation with every change) is not grown, and gives instances up only
   when no other donor can.
 
-The function is pure and deterministic; the loop in `controller.elastic.shell` does the I/O.
+The function is pure and deterministic; it reads the frozen views of `views` (amounts from
+`resources`); the loop in `controller.elastic.shell` does the I/O, woken early by `wake`'s rule.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Final
 
-from pydantic import ValidationError
+from controller.elastic.decide.resources import (
+    CPU,
+    MEMORY,
+    Resources,
+    describe,
+    shortfall,
+    sum_amounts,
+)
+from controller.elastic.decide.views import (
+    ElasticJobView,
+    NodeView,
+    PodView,
+    TaskView,
+)
+from shared.models import JobPhase
 
-from shared import gang, labels, quantity
-from shared.models import Job, JobPhase
-
-Resources = Mapping[str, Decimal]
-
-CPU: Final = "cpu"
-MEMORY: Final = "memory"
 DEFAULT_GPU_RESOURCE: Final = "nvidia.com/gpu"
+
+
 DEFAULT_MAX_STEP: Final = 1
+
+
 DEFAULT_MIN_GROWTH: Final = 0.0
+
+
 DEFAULT_RESIZE_COOLDOWN: Final = timedelta(0)
-#: On a Job: `{"<task>": "<RFC 3339 time>"}`, when the autoscaler last changed each task's replicas.
-RESIZED_AT_KEY: Final = "elastic.vcjob.volcano.sh/resized-at"
+
 
 # Jobs whose missing pods the controller will (re)create: their spec replicas are what they hold.
 PLANNED_PHASES: Final = frozenset({"", JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING})
+
+
 SCALE_UP_PHASES: Final = frozenset({JobPhase.RUNNING})
+
+
 DONOR_PHASES: Final = frozenset({JobPhase.PENDING, JobPhase.RUNNING})
+
+
 BLOCKED_PHASES: Final = frozenset({JobPhase.PENDING})
-FINISHED_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
+
+
 STARTED_POD_PHASES: Final = frozenset({"Running", "Succeeded"})
 
 
@@ -81,85 +100,6 @@ class ElasticSettings:
 
 
 @dataclass(frozen=True)
-class TaskView:
-    """One task of a job; `requests`/`limits` are those of one instance (pod) of it."""
-
-    name: str
-    replicas: int
-    min_replicas: int | None = None
-    max_replicas: int | None = None
-    min_available: int | None = None
-    requests: Resources = field(default_factory=dict)
-    limits: Resources = field(default_factory=dict)
-    resized_at: datetime | None = None  # when the autoscaler last changed its replicas
-    # partitionPolicy's minPartitions and partitionSize: a partitioned task's gang size
-    min_partitions: int | None = None
-    partition_size: int | None = None
-
-    @property
-    def is_elastic(self) -> bool:
-        return (
-            self.min_replicas is not None
-            and self.max_replicas is not None
-            and self.min_replicas < self.max_replicas
-        )
-
-    @property
-    def minimum(self) -> int:
-        """Instances the task needs before its job can run."""
-        if self.is_elastic and self.min_replicas is not None:
-            wanted = self.min_replicas
-        else:
-            wanted = gang.task_min_available(
-                self.replicas,
-                min_available=self.min_available,
-                min_partitions=self.min_partitions,
-                partition_size=self.partition_size,
-            )
-        return max(0, min(wanted, self.replicas))
-
-
-@dataclass(frozen=True)
-class ElasticJobView:
-    namespace: str
-    name: str
-    phase: str
-    tasks: tuple[TaskView, ...]
-    min_available: int | None = None
-    created: str = ""
-
-    @property
-    def minimum(self) -> int:
-        """Pods that must run for the job to run (its gang size)."""
-        return gang.job_min_available(self.min_available, (task.minimum for task in self.tasks))
-
-
-@dataclass(frozen=True)
-class NodeView:
-    name: str
-    allocatable: Resources
-    schedulable: bool = True
-
-
-@dataclass(frozen=True)
-class PodView:
-    namespace: str
-    name: str
-    phase: str
-    requests: Resources = field(default_factory=dict)
-    limits: Resources = field(default_factory=dict)
-    job: str = ""
-    task: str = ""
-    index: int | None = None
-    terminating: bool = False
-
-    @property
-    def active(self) -> bool:
-        """Holds (or will hold) node resources: neither finished nor on its way out."""
-        return self.phase not in FINISHED_POD_PHASES and not self.terminating
-
-
-@dataclass(frozen=True)
 class ScaleDecision:
     namespace: str
     job: str
@@ -173,205 +113,10 @@ class ScaleDecision:
         return self.to_replicas > self.from_replicas
 
 
-# -- wire dicts → views ------------------------------------------------------------------------
-
-
-def _parse_amounts(raw: Any) -> dict[str, Decimal]:
-    parsed: dict[str, Decimal] = {}
-    if not isinstance(raw, Mapping):
-        return parsed
-    for name, value in raw.items():
-        amount = quantity.try_parse(value)
-        if amount is not None:
-            parsed[str(name)] = amount
-    return parsed
-
-
-def _add(*amounts: Resources) -> dict[str, Decimal]:
-    return quantity.add_quantities(*(dict(a) for a in amounts))
-
-
-def _elementwise_max(amounts: Iterable[Resources]) -> dict[str, Decimal]:
-    result: dict[str, Decimal] = {}
-    for amount in amounts:
-        for name, value in amount.items():
-            result[name] = max(result.get(name, Decimal(0)), value)
-    return result
-
-
-def _container_amounts(container: Any, primary: str) -> dict[str, Decimal]:
-    """A container's requests (`primary="requests"`) or limits, each falling back to the other.
-
-    The API server defaults requests to limits; a missing limit is counted as the request, the
-    least a container can take.
-    """
-    if not isinstance(container, Mapping):
-        return {}
-    resources = container.get("resources") or {}
-    if not isinstance(resources, Mapping):
-        return {}
-    secondary = "limits" if primary == "requests" else "requests"
-    amounts = _parse_amounts(resources.get(secondary))
-    amounts.update(_parse_amounts(resources.get(primary)))
-    return amounts
-
-
-def pod_spec_amounts(pod_spec: Any, primary: str) -> dict[str, Decimal]:
-    """Requests or limits of a pod: max(Σ containers, largest init container) + overhead."""
-    if not isinstance(pod_spec, Mapping):
-        return {}
-    containers = _add(*(_container_amounts(c, primary) for c in pod_spec.get("containers") or []))
-    init = _elementwise_max(
-        _container_amounts(c, primary) for c in pod_spec.get("initContainers") or []
-    )
-    return _add(_elementwise_max([containers, init]), _parse_amounts(pod_spec.get("overhead")))
-
-
-def resized_at_from_annotations(annotations: Mapping[str, Any]) -> dict[str, datetime]:
-    """The RESIZED_AT_KEY annotation: task name → aware time; what does not parse is left out
-    (the task then counts as not resized lately)."""
-    try:
-        raw = json.loads(str(annotations.get(RESIZED_AT_KEY) or "{}"))
-    except ValueError:
-        return {}
-    if not isinstance(raw, dict):
-        return {}
-    parsed: dict[str, datetime] = {}
-    for task, value in raw.items():
-        try:
-            at = datetime.fromisoformat(str(value))
-        except ValueError:
-            continue
-        if at.tzinfo is not None:
-            parsed[str(task)] = at
-    return parsed
-
-
-def resized_at_annotation(previous: Mapping[str, datetime], task: str, at: datetime) -> str:
-    """The RESIZED_AT_KEY value after `task` was resized `at` (other tasks' times kept)."""
-    merged = {**previous, task: at}
-    return json.dumps(
-        {name: when.isoformat().replace("+00:00", "Z") for name, when in sorted(merged.items())},
-        separators=(",", ":"),
-    )
-
-
 def cooling_down(resized_at: datetime | None, now: datetime, cooldown: timedelta) -> bool:
     """Resized less than `cooldown` before `now` (a time in the future counts as just now)."""
     return resized_at is not None and now - resized_at < cooldown
 
-
-def wakes_autoscaler(previous_phase: str | None, phase: str | None, any_elastic: bool) -> bool:
-    """A job that has just turned Pending (new, or back from Restarting) may need room now: the
-    autoscaler should not leave it waiting for the next period. Only elastic tasks give room,
-    so with none in the cluster (`any_elastic`) a round could change nothing and is not brought
-    forward: a burst of ordinary jobs must not cost a listing of every Job per arrival."""
-    return any_elastic and phase == JobPhase.PENDING and previous_phase != JobPhase.PENDING
-
-
-def has_elastic_task(job: Mapping[str, Any]) -> bool:
-    """Whether a Job dict has a task the autoscaler may resize (`minReplicas < maxReplicas`);
-    a malformed task counts as not elastic (the round itself reports malformed jobs)."""
-    tasks = (job.get("spec") or {}).get("tasks")
-    if not isinstance(tasks, list):
-        return False
-    for task in tasks:
-        if not isinstance(task, Mapping):
-            continue
-        low, high = task.get("minReplicas"), task.get("maxReplicas")
-        if isinstance(low, int) and isinstance(high, int) and low < high:
-            return True
-    return False
-
-
-def job_phase(job: Mapping[str, Any]) -> str | None:
-    """`status.state.phase` of a Job dict, None before the controller has set one."""
-    state = (job.get("status") or {}).get("state") or {}
-    phase = state.get("phase") if isinstance(state, Mapping) else None
-    return str(phase) if phase else None
-
-
-def job_view_from_wire(job: Mapping[str, Any]) -> ElasticJobView:
-    """The view of a batch.volcano.sh Job dict; raises ValueError naming the job when malformed."""
-    metadata = job.get("metadata") or {}
-    key = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
-    try:
-        model = Job.from_wire(job)
-    except ValidationError as exc:
-        raise ValueError(f"job {key} cannot be read: {exc}") from exc
-    resized = resized_at_from_annotations(metadata.get("annotations") or {})
-    tasks = []
-    for index, task in enumerate(model.spec.tasks):
-        pod_spec = (task.template or {}).get("spec") or {}
-        name = task.name or f"{labels.DEFAULT_TASK_PREFIX}{index}"
-        partition = task.partition_policy
-        tasks.append(
-            TaskView(
-                name=name,
-                replicas=task.replica_count,
-                min_replicas=task.min_replicas,
-                max_replicas=task.max_replicas,
-                min_available=task.min_available,
-                requests=pod_spec_amounts(pod_spec, "requests"),
-                limits=pod_spec_amounts(pod_spec, "limits"),
-                resized_at=resized.get(name),
-                min_partitions=partition.min_partitions if partition is not None else None,
-                partition_size=partition.partition_size if partition is not None else None,
-            )
-        )
-    phase = (model.status.state.phase if model.status else None) or ""
-    return ElasticJobView(
-        namespace=model.namespace,
-        name=model.name,
-        phase=phase,
-        tasks=tuple(tasks),
-        min_available=model.spec.min_available,
-        created=str(metadata.get("creationTimestamp") or ""),
-    )
-
-
-def node_view_from_wire(node: Mapping[str, Any]) -> NodeView:
-    metadata = node.get("metadata") or {}
-    status = node.get("status") or {}
-    conditions = status.get("conditions") or []
-    ready = all(
-        c.get("status") == "True" for c in conditions if c.get("type") == "Ready"
-    )  # a node that reports no Ready condition yet is taken at its word
-    return NodeView(
-        name=str(metadata.get("name") or ""),
-        allocatable=_parse_amounts(status.get("allocatable") or status.get("capacity")),
-        schedulable=ready and not (node.get("spec") or {}).get("unschedulable", False),
-    )
-
-
-def pod_view_from_wire(pod: Mapping[str, Any]) -> PodView:
-    metadata = pod.get("metadata") or {}
-    pod_labels = metadata.get("labels") or {}
-    annotations = metadata.get("annotations") or {}
-    spec = pod.get("spec") or {}
-
-    def tag(key: str) -> str:
-        return str(pod_labels.get(key) or annotations.get(key) or "")
-
-    try:
-        index: int | None = int(tag(labels.TASK_INDEX_KEY))
-    except ValueError:
-        index = None
-    namespace = str(metadata.get("namespace") or "")
-    return PodView(
-        namespace=namespace,
-        name=str(metadata.get("name") or ""),
-        phase=str((pod.get("status") or {}).get("phase") or "Pending"),
-        requests=pod_spec_amounts(spec, "requests"),
-        limits=pod_spec_amounts(spec, "limits"),
-        job=tag(labels.JOB_NAME_KEY),
-        task=tag(labels.TASK_SPEC_KEY),
-        index=index,
-        terminating=bool(metadata.get("deletionTimestamp")),
-    )
-
-
-# -- the plan ----------------------------------------------------------------------------------
 
 UnitKey = tuple[str, str, str]  # namespace, job, task
 
@@ -498,10 +243,6 @@ def _instance_loads(
     return loads
 
 
-def _sum(loads: Iterable[Mapping[str, Decimal]]) -> dict[str, Decimal]:
-    return quantity.add_quantities(*(dict(load) for load in loads))
-
-
 def _job_is_gpu(job: ElasticJobView, gpu: str) -> bool:
     return any(task.requests.get(gpu, Decimal(0)) > 0 for task in job.tasks)
 
@@ -519,37 +260,6 @@ def _is_blocked(job: ElasticJobView, pods: Mapping[UnitKey, list[PodView]]) -> b
     return started < job.minimum
 
 
-def describe(amounts: Mapping[str, Decimal], gpu: str) -> str:
-    """`2 GPUs`, `1500m CPU and 3Gi memory`: the amounts a reason speaks of."""
-    parts = []
-    if gpu in amounts:
-        count = amounts[gpu]
-        parts.append(f"{_number(count)} GPU{'' if count == 1 else 's'}")
-    if CPU in amounts:
-        parts.append(f"{_cpu(amounts[CPU])} CPU")
-    if MEMORY in amounts:
-        parts.append(f"{_memory(amounts[MEMORY])} memory")
-    return " and ".join(parts)
-
-
-def _number(value: Decimal) -> str:
-    return format(value.normalize(), "f") if value != value.to_integral_value() else str(int(value))
-
-
-def _cpu(value: Decimal) -> str:
-    if value == value.to_integral_value():
-        return str(int(value))
-    return f"{_number(value * 1000)}m"
-
-
-def _memory(value: Decimal) -> str:
-    for suffix, power in (("Ti", 4), ("Gi", 3), ("Mi", 2), ("Ki", 1)):
-        scaled = value / (Decimal(1024) ** power)
-        if value != 0 and scaled == scaled.to_integral_value():
-            return f"{int(scaled)}{suffix}"
-    return _number(value)
-
-
 def plan_elastic(
     jobs: Sequence[ElasticJobView],
     nodes: Sequence[NodeView],
@@ -562,7 +272,7 @@ def plan_elastic(
     `now` (aware) is needed only with a resize cooldown: without it no task counts as cooling."""
     classes = _Classes(settings.gpu_resource)
     zero = {settings.gpu_resource: Decimal(0), CPU: Decimal(0), MEMORY: Decimal(0)}
-    capacity = _sum(
+    capacity = sum_amounts(
         [zero, *(classes.load(n.allocatable, n.allocatable) for n in nodes if n.schedulable)]
     )
     pods_by_task = _pods_by_task(pods)
@@ -589,16 +299,16 @@ def plan_elastic(
             held.extend(loads)
             if (job.namespace, job.name) in blocked_keys:
                 key = (job.namespace, job.name)
-                minimum_part[key] = _sum([minimum_part.get(key, {}), *loads[: task.minimum]])
-                extra_part[key] = _sum([extra_part.get(key, {}), *loads[task.minimum :]])
+                minimum_part[key] = sum_amounts([minimum_part.get(key, {}), *loads[: task.minimum]])
+                extra_part[key] = sum_amounts([extra_part.get(key, {}), *loads[task.minimum :]])
                 running = [
                     classes.load(p.requests, p.limits)
                     for p in task_pods
                     if p.phase == "Running" and not p.terminating
                 ]
-                unplaced = _sum([*loads, *({k: -v for k, v in r.items()} for r in running)])
-                unplaced_part[key] = _sum([unplaced_part.get(key, {}), unplaced])
-    free = _sum([zero, capacity, *({k: -v for k, v in load.items()} for load in held)])
+                unplaced = sum_amounts([*loads, *({k: -v for k, v in r.items()} for r in running)])
+                unplaced_part[key] = sum_amounts([unplaced_part.get(key, {}), unplaced])
+    free = sum_amounts([zero, capacity, *({k: -v for k, v in load.items()} for load in held)])
 
     units = []
     for job in jobs:
@@ -648,7 +358,7 @@ def _make_room(
     settings: ElasticSettings,
 ) -> None:
     """Shrink the most fulfilled elastic tasks until each blocked job's minimum fits."""
-    all_extras = _sum(extra_part.values())
+    all_extras = sum_amounts(extra_part.values())
     for position, job in enumerate(blocked):
         key = (job.namespace, job.name)
         is_gpu = _job_is_gpu(job, settings.gpu_resource)
@@ -659,8 +369,10 @@ def _make_room(
         }
         # The job's minimum must fit; its further replicas and the minimums of jobs that came
         # later may wait.
-        later = _sum(minimum_part.get((j.namespace, j.name), {}) for j in blocked[position + 1 :])
-        short = _shortfall(_sum([free, all_extras, later]), needed)
+        later = sum_amounts(
+            minimum_part.get((j.namespace, j.name), {}) for j in blocked[position + 1 :]
+        )
+        short = shortfall(sum_amounts([free, all_extras, later]), needed)
         if not short:
             continue
         donors = [
@@ -679,7 +391,9 @@ def _make_room(
                 # start; once enough is releasable it takes its share as above.
                 for dim, amount in unplaced_part.get(key, {}).items():
                     free[dim] += amount
-                all_extras = _sum([all_extras, {k: -v for k, v in extra_part.get(key, {}).items()}])
+                all_extras = sum_amounts(
+                    [all_extras, {k: -v for k, v in extra_part.get(key, {}).items()}]
+                )
                 continue
         wanted = describe(short, settings.gpu_resource)
         while short:
@@ -699,17 +413,13 @@ def _make_room(
                 free[dim] += amount
             if not unit.reason:
                 unit.reason = f"job {job.namespace}/{job.name} needs {wanted} to reach its minimum"
-            short = _shortfall(_sum([free, all_extras, later]), needed)
+            short = shortfall(sum_amounts([free, all_extras, later]), needed)
 
 
 def _donor_order(unit: _Unit) -> tuple[Any, ...]:
     """Tasks out of their cooldown give first (their workers are not just restarting), then the
     most fulfilled."""
     return (unit.cooling, *_most_fulfilled_first(unit))
-
-
-def _shortfall(available: Mapping[str, Decimal], dims: Iterable[str]) -> dict[str, Decimal]:
-    return {d: -available[d] for d in dims if available.get(d, Decimal(0)) < 0}
 
 
 def growth_needed(replicas: int, high: int, min_growth: float) -> int:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from controller.elastic.decide.plan import has_elastic_task, job_phase, wakes_autoscaler
+from controller.elastic.decide.views import job_phase
+from controller.elastic.decide.wake import has_elastic_task, wakes_autoscaler
 from controller.job.decide.model import Observed, Plan, PlanSettings
 from controller.job.decide.plugins.ssh import needs_generated_key
 from controller.job.decide.suspension import managed_by_other

@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from controller.elastic.decide.plan import (
-    ElasticSettings,
+from controller.elastic.decide.plan import ElasticSettings, plan_elastic
+from controller.elastic.decide.views import (
     job_view_from_wire,
     node_view_from_wire,
-    plan_elastic,
     pod_view_from_wire,
 )
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.elastic.decide.plan import has_elastic_task, job_phase, wakes_autoscaler
+from controller.elastic.decide.views import job_phase
+from controller.elastic.decide.wake import has_elastic_task, wakes_autoscaler
 from controller.elastic.shell import ElasticLoop
 from controller.job.shell.cache import Cache
 from controller.job.shell.runner import _JobPhaseStore
