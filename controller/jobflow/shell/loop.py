@@ -10,12 +10,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from controller.jobflow.decide import (
-    FlowPlan,
-    plan,
-    probes_to_run,
-    template_status,
-)
+from controller.jobflow.decide.plan import FlowPlan, plan, probes_to_run, template_status
 from controller.jobflow.shell.probes import run_probes
 from controller.keyworkers import KeyWorkers
 from controller.objectstore import Informer, WireObject, key_of

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller.jobflow.decide import NetworkProbe
+from controller.jobflow.decide.probes import NetworkProbe
 from controller.jobflow.shell.probes import refusal, run_probe
 
 ADDRESSES = {

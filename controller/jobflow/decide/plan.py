@@ -26,22 +26,33 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
 
-from shared import labels
+from controller.jobflow.decide.flow import (
+    FAILURES,
+    FINISHED,
+    WireObject,
+    accepted_phases,
+    as_list,
+    as_object,
+    job_name,
+    object_string,
+    phase_of,
+    steps_of,
+    targets_of,
+)
+from controller.jobflow.decide.jobs import build_job
+from controller.jobflow.decide.probes import (
+    NetworkProbe,
+    ProbeOutcome,
+    network_probes,
+    probe_problems,
+)
 from shared.duration import parse_duration
 from shared.models.flow import (
-    CREATED_BY_JOBFLOW,
     CREATED_BY_JOBTEMPLATE,
-    DEFAULT_DEPENDENCY_PHASES,
-    FLOW_API_VERSION,
-    JOBFLOW_KIND,
     FlowPhase,
     RetainPolicy,
 )
 
-WireObject = dict[str, Any]
-
-FINISHED: Final = frozenset({"Completed", "Failed", "Terminated"})
-FAILURES: Final = frozenset({"Failed", "Terminated"})
 # Volcano's status lists: the phases listed under their own name (Completing and Terminating
 # are known but listed nowhere); any other phase goes to unKnowJobs.
 LISTED_PHASES: Final = {
@@ -51,10 +62,14 @@ LISTED_PHASES: Final = {
     "Completed": "completedJobs",
     "Terminated": "terminatedJobs",
 }
+
+
 KNOWN_UNLISTED: Final = frozenset({"Completing", "Terminating"})
+
+
 # How soon a flow waiting on a probe or a missing JobTemplate is looked at again.
 RETRY_AFTER: Final = timedelta(seconds=3)
-MAX_LABEL_VALUE: Final = 63
+
 
 Verdict = Literal["ready", "wait", "probe", "skip"]
 
@@ -66,29 +81,6 @@ class Event:
     message: str
 
 
-@dataclass(frozen=True)
-class NetworkProbe:
-    """An HTTP GET or TCP connect the shell runs against every pod of one task of a target Job."""
-
-    step: str
-    target_job: str
-    task: str
-    port: int
-    # None: a TCP probe.
-    path: str | None = None
-    header: tuple[str, str] | None = None
-
-    @property
-    def is_http(self) -> bool:
-        return self.path is not None
-
-
-@dataclass(frozen=True)
-class ProbeOutcome:
-    passed: bool
-    detail: str = ""
-
-
 @dataclass
 class FlowPlan:
     create: list[WireObject] = field(default_factory=list)
@@ -96,198 +88,6 @@ class FlowPlan:
     status: WireObject = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     requeue_after: timedelta | None = None
-
-
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def job_name(flow_name: str, step: str) -> str:
-    return f"{flow_name}-{step}"
-
-
-def object_string(namespace: str, name: str) -> str:
-    """Volcano's `<namespace>.<name>` value of the createdBy labels and annotations."""
-    return f"{namespace}.{name}"
-
-
-def phase_of(job: WireObject) -> str:
-    return str(_object(_object(job.get("status")).get("state")).get("phase") or "")
-
-
-def steps_of(flow: WireObject) -> dict[str, WireObject]:
-    """The flow entries by name; of entries sharing a name the first one counts."""
-    steps: dict[str, WireObject] = {}
-    for entry in _list(_object(flow.get("spec")).get("flows")):
-        name = _object(entry).get("name")
-        if isinstance(name, str) and name and name not in steps:
-            steps[name] = entry
-    return steps
-
-
-def targets_of(step: WireObject) -> list[str]:
-    return [str(t) for t in _list(_object(step.get("dependsOn")).get("targets"))]
-
-
-def accepted_phases(step: WireObject) -> frozenset[str] | None:
-    """The target phases that meet the step's dependency; None when only probes decide."""
-    depends = _object(step.get("dependsOn"))
-    phases = depends.get("phases")
-    if isinstance(phases, list) and phases:
-        return frozenset(str(p) for p in phases)
-    if depends.get("probe"):
-        return None
-    return frozenset(p.value for p in DEFAULT_DEPENDENCY_PHASES)
-
-
-# --- the patch ---------------------------------------------------------------------------------
-
-
-def _merge(base: Any, patch: Any) -> Any:
-    """RFC 7386 merge (null deletes, objects merge, anything else replaces), except that
-    `tasks` lists merge their entries by `name` (a patch may change one task's replicas without
-    repeating the others)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(base) if isinstance(base, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        elif key == "tasks" and isinstance(value, list) and isinstance(out.get(key), list):
-            out[key] = _merge_tasks(out[key], value)
-        else:
-            out[key] = _merge(out.get(key), value)
-    return out
-
-
-def _merge_tasks(base: list[Any], patch: list[Any]) -> list[Any]:
-    merged = [copy.deepcopy(t) for t in base]
-    index = {_object(t).get("name"): i for i, t in enumerate(merged)}
-    for task in patch:
-        name = _object(task).get("name")
-        if name in index:
-            merged[index[name]] = _merge(merged[index[name]], task)
-        else:
-            merged.append(copy.deepcopy(task))
-    return merged
-
-
-def merge_job_spec(spec: Mapping[str, Any], patch: Mapping[str, Any] | None) -> WireObject:
-    """The template's spec with the flow's `patch.jobSpec` merged in."""
-    merged: WireObject = _merge(dict(spec), dict(patch or {}))
-    return merged
-
-
-def build_job(flow: WireObject, step: str, template: WireObject) -> WireObject:
-    """The Job of one step: named `<flow>-<step>`, controlled by the flow, spec from the
-    template with the step's patch."""
-    meta = _object(flow.get("metadata"))
-    namespace, flow_name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-    marks = {
-        CREATED_BY_JOBTEMPLATE: object_string(namespace, step),
-        CREATED_BY_JOBFLOW: object_string(namespace, flow_name),
-    }
-    # A label value has at most 63 characters; the annotations always carry both.
-    job_labels = {k: v for k, v in marks.items() if len(v) <= MAX_LABEL_VALUE}
-    patch = _object(_object(steps_of(flow).get(step, {}).get("patch")).get("jobSpec"))
-    return {
-        "apiVersion": labels.BATCH_API_VERSION,
-        "kind": labels.JOB_KIND,
-        "metadata": {
-            "name": job_name(flow_name, step),
-            "namespace": namespace,
-            "labels": job_labels,
-            "annotations": dict(marks),
-            "ownerReferences": [
-                {
-                    "apiVersion": FLOW_API_VERSION,
-                    "kind": JOBFLOW_KIND,
-                    "name": flow_name,
-                    "uid": meta.get("uid"),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": merge_job_spec(_object(template.get("spec")), patch),
-    }
-
-
-# --- probes ------------------------------------------------------------------------------------
-
-
-def network_probes(step: str, entry: WireObject, target_job: str) -> list[NetworkProbe]:
-    probe = _object(_object(entry.get("dependsOn")).get("probe"))
-    out: list[NetworkProbe] = []
-    for http in _list(probe.get("httpGetList")):
-        http = _object(http)
-        header = _object(http.get("httpHeader"))
-        out.append(
-            NetworkProbe(
-                step,
-                target_job,
-                str(http.get("taskName") or ""),
-                int(http.get("port") or 0),
-                path=str(http.get("path") or "/"),
-                header=(str(header["name"]), str(header.get("value") or ""))
-                if header.get("name")
-                else None,
-            )
-        )
-    for tcp in _list(probe.get("tcpSocketList")):
-        tcp = _object(tcp)
-        out.append(
-            NetworkProbe(
-                step, target_job, str(tcp.get("taskName") or ""), int(tcp.get("port") or 0)
-            )
-        )
-    return out
-
-
-def task_status_passes(job: WireObject, task: str, phase: str) -> bool:
-    """Every replica of the task is in the pod phase (`taskStatusCount[task].phase[phase]`)."""
-    tasks = _list(_object(job.get("spec")).get("tasks"))
-    replicas = next(
-        (int(_object(t).get("replicas") or 0) for t in tasks if _object(t).get("name") == task),
-        None,
-    )
-    if replicas is None:
-        return False
-    counts = _object(
-        _object(_object(_object(job.get("status")).get("taskStatusCount")).get(task)).get("phase")
-    )
-    return int(counts.get(phase) or 0) >= max(replicas, 1)
-
-
-def _probe_problems(
-    step: str,
-    entry: WireObject,
-    targets: Mapping[str, WireObject],
-    outcomes: Mapping[NetworkProbe, ProbeOutcome],
-) -> list[str]:
-    """What keeps the step's probes from passing (empty: they all pass)."""
-    probe = _object(_object(entry.get("dependsOn")).get("probe"))
-    problems: list[str] = []
-    for name, job in targets.items():
-        for status in _list(probe.get("taskStatusList")):
-            task = str(_object(status).get("taskName") or "")
-            phase = str(_object(status).get("phase") or "")
-            if not task_status_passes(job, task, phase):
-                problems.append(f"task {task} of job {name} is not all {phase}")
-        for check in network_probes(step, entry, name):
-            outcome = outcomes.get(check)
-            if outcome is None:
-                problems.append(f"probe of task {check.task} of job {name} not run yet")
-            elif not outcome.passed:
-                problems.append(outcome.detail)
-    return problems
-
-
-# --- the plan ----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -304,8 +104,8 @@ class _Steps:
 
 def probes_to_run(flow: WireObject, jobs: list[WireObject]) -> list[NetworkProbe]:
     """The HTTP and TCP probes of steps not created yet whose target Jobs all exist."""
-    flow_name = str(_object(flow.get("metadata")).get("name") or "")
-    by_name = {str(_object(j.get("metadata")).get("name")): j for j in jobs}
+    flow_name = str(as_object(flow.get("metadata")).get("name") or "")
+    by_name = {str(as_object(j.get("metadata")).get("name")): j for j in jobs}
     out: list[NetworkProbe] = []
     for step, entry in steps_of(flow).items():
         if job_name(flow_name, step) in by_name:
@@ -322,9 +122,9 @@ def _classify(
     jobs: list[WireObject],
     outcomes: Mapping[NetworkProbe, ProbeOutcome],
 ) -> _Steps:
-    flow_name = str(_object(flow.get("metadata")).get("name") or "")
+    flow_name = str(as_object(flow.get("metadata")).get("name") or "")
     steps = steps_of(flow)
-    by_name = {str(_object(j.get("metadata")).get("name")): j for j in jobs}
+    by_name = {str(as_object(j.get("metadata")).get("name")): j for j in jobs}
     state = _Steps(
         {s: by_name[job_name(flow_name, s)] for s in steps if job_name(flow_name, s) in by_name}
     )
@@ -375,7 +175,7 @@ def _dependency(
                 return "skip", f"job {job_name(flow_name, target)} ended {phase}"
             return "wait", f"waiting for job {job_name(flow_name, target)} ({phase or 'no phase'})"
         targets[job_name(flow_name, target)] = job
-    problems = _probe_problems(str(entry.get("name")), entry, targets, outcomes)
+    problems = probe_problems(str(entry.get("name")), entry, targets, outcomes)
     if problems:
         return "probe", "; ".join(problems)
     return "ready", ""
@@ -394,7 +194,7 @@ def handled_failures(flow: WireObject) -> set[tuple[str, str]]:
 
 
 def next_phase(flow: WireObject, state: _Steps) -> str:
-    current = str(_object(_object(flow.get("status")).get("state")).get("phase") or "")
+    current = str(as_object(as_object(flow.get("status")).get("state")).get("phase") or "")
     if current in (FlowPhase.SUCCEED, FlowPhase.FAILED):
         return current
     handled = handled_failures(flow)
@@ -421,7 +221,7 @@ def format_time(moment: datetime) -> str:
 
 def _histories(previous: WireObject | None, phase: str, now: str) -> list[WireObject]:
     """Volcano's running history: one entry per phase the Job was seen in."""
-    histories = [dict(h) for h in _list(_object(previous).get("runningHistories"))]
+    histories = [dict(h) for h in as_list(as_object(previous).get("runningHistories"))]
     if not phase:
         return histories
     if not histories:
@@ -434,17 +234,17 @@ def _histories(previous: WireObject | None, phase: str, now: str) -> list[WireOb
 
 def flow_status(flow: WireObject, jobs: list[WireObject], phase: str, now: datetime) -> WireObject:
     """The status Volcano's controller writes: Jobs by phase, conditions, jobStatusList."""
-    old = _object(flow.get("status"))
+    old = as_object(flow.get("status"))
     stamp = format_time(now)
     lists: dict[str, list[str]] = {key: [] for key in LISTED_PHASES.values()}
     unknown: list[str] = []
     conditions: dict[str, WireObject] = {}
-    entries = [dict(e) for e in _list(old.get("jobStatusList"))]
+    entries = [dict(e) for e in as_list(old.get("jobStatusList"))]
     position = {e.get("name"): i for i, e in enumerate(entries)}
-    for job in sorted(jobs, key=lambda j: str(_object(j.get("metadata")).get("name"))):
-        meta = _object(job.get("metadata"))
+    for job in sorted(jobs, key=lambda j: str(as_object(j.get("metadata")).get("name"))):
+        meta = as_object(job.get("metadata"))
         name = str(meta.get("name"))
-        status = _object(job.get("status"))
+        status = as_object(job.get("status"))
         job_phase = phase_of(job)
         if job_phase in LISTED_PHASES:
             lists[LISTED_PHASES[job_phase]].append(name)
@@ -502,16 +302,16 @@ def plan(
     """One sync of one JobFlow. `templates` are the namespace's JobTemplates by name, `jobs` the
     Jobs this flow controls, `outcomes` the results of `probes_to_run`."""
     out = FlowPlan()
-    flow_name = str(_object(flow.get("metadata")).get("name") or "")
+    flow_name = str(as_object(flow.get("metadata")).get("name") or "")
     state = _classify(flow, jobs, outcomes)
-    before = str(_object(_object(flow.get("status")).get("state")).get("phase") or "")
+    before = str(as_object(as_object(flow.get("status")).get("state")).get("phase") or "")
     phase = next_phase(flow, state)
-    retain = _object(flow.get("spec")).get("jobRetainPolicy")
+    retain = as_object(flow.get("spec")).get("jobRetainPolicy")
     if phase == FlowPhase.SUCCEED and retain == RetainPolicy.DELETE:
-        out.delete = sorted(str(_object(j.get("metadata")).get("name")) for j in jobs)
+        out.delete = sorted(str(as_object(j.get("metadata")).get("name")) for j in jobs)
         if before == FlowPhase.SUCCEED:
             # As Volcano: the status of the Succeeded flow stays as it was (its Jobs are gone).
-            out.status = copy.deepcopy(_object(flow.get("status")))
+            out.status = copy.deepcopy(as_object(flow.get("status")))
             return out
     if phase not in (FlowPhase.SUCCEED, FlowPhase.FAILED):
         for step in state.ready:
@@ -536,13 +336,13 @@ def plan(
 
 def template_status(template: WireObject, jobs: list[WireObject]) -> WireObject:
     """A JobTemplate's status: the Jobs created from it (`jobDependsOnList`, as Volcano's)."""
-    meta = _object(template.get("metadata"))
+    meta = as_object(template.get("metadata"))
     mark = object_string(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
     names = sorted(
-        str(_object(j.get("metadata")).get("name"))
+        str(as_object(j.get("metadata")).get("name"))
         for j in jobs
-        if _object(_object(j.get("metadata")).get("annotations")).get(CREATED_BY_JOBTEMPLATE)
+        if as_object(as_object(j.get("metadata")).get("annotations")).get(CREATED_BY_JOBTEMPLATE)
         == mark
-        and _object(j.get("metadata")).get("namespace") == meta.get("namespace")
+        and as_object(j.get("metadata")).get("namespace") == meta.get("namespace")
     )
     return {"jobDependsOnList": names} if names else {}
