@@ -8,7 +8,6 @@ keeps failing.
 
 from __future__ import annotations
 
-import copy
 import importlib
 import logging
 import threading
@@ -18,14 +17,15 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from controller.elastic.decide.views import job_phase
-from controller.elastic.decide.wake import has_elastic_task, wakes_autoscaler
+from controller.job.decide.followup import follow_up_needed
 from controller.job.decide.model import Observed, Plan, PlanSettings
 from controller.job.decide.plugins.ssh import needs_generated_key
 from controller.job.decide.suspension import managed_by_other
 from controller.job.shell.apply import CREATE_PARALLELISM, Applier, JobGoneError
-from controller.job.shell.cache import Cache, object_key
+from controller.job.shell.cache import Cache
+from controller.job.shell.failures import FailureReports
 from controller.job.shell.observe import build_observed, pvcs_to_look_up, waits_for_admission
+from controller.job.shell.phasewatch import JobPhaseStore
 from controller.job.shell.sshkeys import generate_key_pair
 from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
@@ -50,7 +50,7 @@ from kubeio.client import (
     pooled_copy,
 )
 from kubeio.clock import Clock, RealClock
-from kubeio.errors import KubeError, NotFoundError, PartialProgressError, PermanentError
+from kubeio.errors import KubeError, PartialProgressError, PermanentError
 from kubeio.events import EventRecorder
 from kubeio.informer import Reflector, WatchSpec
 from kubeio.workqueue import WorkQueue
@@ -80,50 +80,6 @@ WATCHES = (
 # Kueue's objects (settings.kueue): a cluster without Kueue does not serve them and the watches
 # idle, looking again now and then.
 KUEUE_WATCHES = (WatchSpec(WORKLOADS), WatchSpec(RESOURCE_FLAVORS))
-
-
-class _JobPhaseStore:
-    """The cache as the Job watch feeds it, telling listeners when a job turns Pending while the
-    cluster has elastic jobs (the elastic autoscaler then plans at once instead of at its next
-    period)."""
-
-    def __init__(self, cache: Cache, listeners: list[Callable[[], None]]) -> None:
-        self._cache = cache
-        self._listeners = listeners
-        # Only the Job watch's thread calls in.
-        self._phases: dict[str, str | None] = {}
-        self._elastic: set[str] = set()
-
-    def replace_all(self, kind: str, items: Iterable[WireObject]) -> set[str]:
-        listed = list(items)
-        before, self._phases = self._phases, {}  # jobs gone since the last listing are dropped
-        self._elastic = {object_key(obj) for obj in listed if has_elastic_task(obj)}
-        for obj in listed:
-            self._saw(obj, before)
-        return self._cache.replace_all(kind, listed)
-
-    def upsert(self, kind: str, obj: WireObject) -> str | None:
-        key = object_key(obj)
-        if has_elastic_task(obj):
-            self._elastic.add(key)
-        else:
-            self._elastic.discard(key)
-        self._saw(obj, self._phases)
-        return self._cache.upsert(kind, obj)
-
-    def remove(self, kind: str, obj: WireObject) -> str | None:
-        key = object_key(obj)
-        self._phases.pop(key, None)
-        self._elastic.discard(key)
-        return self._cache.remove(kind, obj)
-
-    def _saw(self, job: WireObject, before: dict[str, str | None]) -> None:
-        key, phase = object_key(job), job_phase(job)
-        previous = before.get(key)
-        self._phases[key] = phase
-        if wakes_autoscaler(previous, phase, bool(self._elastic)):
-            for listener in self._listeners:
-                listener()
 
 
 def load_planner() -> ReconcileFn:
@@ -170,6 +126,9 @@ class Controller:
         self.queue = WorkQueue(clock=self.clock, hooks=self.metrics.queue_hooks())
         self.recorder = EventRecorder(self.kube, settings.identity, self.clock, asynchronous=True)
         self.applier = Applier(self.kube, self.cache, self.recorder, self.metrics)
+        self.failures = FailureReports(
+            self.kube, self.cache, self.recorder, settings.failures_before_warning
+        )
         self._reconcile = reconcile or load_planner()
         self._plan_settings = settings.plan_settings()
         self._memory: dict[str, _Memory] = {}
@@ -183,7 +142,7 @@ class Controller:
             Reflector(
                 self.kube,
                 spec,
-                _JobPhaseStore(self.cache, self._pending_listeners)
+                JobPhaseStore(self.cache, self._pending_listeners)
                 if spec.resource is JOBS
                 else self.cache,
                 self._enqueue_all,
@@ -389,7 +348,7 @@ class Controller:
             self.metrics.reconcile_errors.labels(CONTROLLER).inc()
             self.queue.forget(key)
             log.warning("reconcile failed permanently", extra={"job": key, "error": str(exc)})
-            self._report_permanent(key, exc)
+            self.failures.permanent(key, exc)
         except Exception as exc:
             result = "error"
             self.metrics.reconcile_errors.labels(CONTROLLER).inc()
@@ -407,7 +366,7 @@ class Controller:
                 log.exception(
                     "reconcile crashed, retrying", extra={"job": key, "failures": failures}
                 )
-            self._report_failures(key, failures, exc)
+            self.failures.repeated(key, failures, exc)
         finally:
             self.reconciles += 1
             self.metrics.reconcile_total.labels(CONTROLLER, result).inc()
@@ -508,70 +467,3 @@ class Controller:
                 "command deleted: its job does not exist",
                 extra={"job": key, "command": meta.get("name"), "action": command.get("action")},
             )
-
-    def _report_permanent(self, key: str, exc: KubeError) -> None:
-        """A Warning Event and the job's state message name the failing request and the error."""
-        job = self.cache.job(key)
-        if job is None:
-            return
-        message = f"reconcile failed and is retried when the job changes: {exc}"[:1024]
-        self.recorder.record(job, "Warning", "ReconcileFailed", message)
-        state = (job.get("status") or {}).get("state") or {}
-        if state.get("message") == message:
-            return  # written already: writing it again would wake this job up in a loop
-        self._write_state_message(key, job, message)
-
-    def _report_failures(self, key: str, failures: int, exc: BaseException) -> None:
-        threshold = self.settings.failures_before_warning
-        if failures < threshold or (failures - threshold) % 20:
-            return
-        job = self.cache.job(key)
-        if job is None:
-            return
-        message = f"reconcile failed {failures} times in a row, retrying: {exc}"[:1024]
-        self.recorder.record(job, "Warning", "ReconcileFailing", message)
-        self._write_state_message(key, job, message)
-
-    def _write_state_message(self, key: str, job: WireObject, message: str) -> None:
-        """Best effort, with the same status PUT as every status write (a stale copy gets a 409
-        and the next failure writes it again)."""
-        body = copy.deepcopy(job)
-        body.setdefault("status", {}).setdefault("state", {})["message"] = message
-        try:
-            written = self.kube.replace_status(JOBS, job["metadata"]["namespace"], body)
-        except NotFoundError:
-            return
-        except KubeError as write_error:
-            log.warning("state message not written", extra={"job": key, "error": str(write_error)})
-            return
-        written.setdefault("kind", "Job")
-        self.cache.store_written("Job", written)
-
-
-def follow_up_needed(job: dict[str, Any], plan: Plan, objects_written: int) -> bool:
-    """Whether the job is reconciled again at once after its plan was applied.
-
-    Yes after any write of an object (its watch echo is not reconciled) or of a new phase (the
-    next reconcile carries out its effects) — except for a new job's first plan that created
-    everything it meant to and wrote Pending: the cache holds each created object as the API
-    returned it and nothing is left to carry out, so another reconcile would plan nothing."""
-    before = ((job.get("status") or {}).get("state") or {}).get("phase")
-    after = ((plan.status or {}).get("state") or {}).get("phase")
-    phase_changed = plan.status is not None and after != before
-    if not (objects_written > 0 or phase_changed):
-        return False
-    only_creates = not (
-        plan.annotate_out_of_sync
-        or plan.delete
-        or plan.update
-        or plan.job_spec_patch
-        or plan.delete_commands
-        or plan.delete_job
-    )
-    first_plan_done = (
-        before is None
-        and after == "Pending"
-        and only_creates
-        and objects_written == len(plan.create)
-    )
-    return not first_plan_done
