@@ -120,7 +120,8 @@ class Plan:
     delete_job: bool = False
     # Reconcile again after this long even if nothing changes (timers, TTL, PVC re-check).
     requeue_after: timedelta | None = None
-    # Opaque per-job state handed back in the next `Observed.memory` (timers, seen generation).
+    # Per-job state handed back in the next `Observed.memory`; opaque to the shell, a
+    # `memory.PlannerMemory` to the planner (timers, the spec shape acted on, ...).
     memory: dict[str, Any] = field(default_factory=dict)
     # Kueue: a Workload (as read, with its new status) whose status is to be written.
     workload_status: WireObject | None = None
