@@ -10,11 +10,11 @@ from typing import Any, Literal, cast
 import click
 
 from controller.cronjob.shell import CronJobController
-from controller.elastic_loop import ElasticLoop
+from controller.elastic.shell import ElasticLoop
 from controller.gates import GateError, enabled, parse_gates
-from controller.jobflow.shell import JobFlowController
+from controller.job.shell.runner import Controller
+from controller.jobflow.shell.loop import JobFlowController
 from controller.queues.shell import QueueController
-from controller.runner import Controller
 from controller.settings import Settings
 from controller.volcanometrics import QueueCollector
 from controller.workloads.shell import CONTROLLER_NAME as PG_CONTROLLER

@@ -7,7 +7,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Literal
 
-from controller.model import PlanSettings
+from controller.job.decide.model import PlanSettings
 
 
 def default_identity() -> str:

@@ -12,7 +12,7 @@ from typing import Any, TypeGuard
 
 import jsonpatch
 
-from shared import labels, plugins
+from shared import gang, labels, plugins
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
@@ -33,34 +33,29 @@ def _absent(container: dict[str, Any], key: str) -> bool:
     return container.get(key) in (None, "")
 
 
-def _partition_min_available(policy: Any) -> int | None:
-    """minPartitions·partitionSize when a partitioned task needs some partitions (Volcano's
-    default for the task's minAvailable), else None."""
-    if not isinstance(policy, dict):
-        return None
-    count, size = policy.get("minPartitions"), policy.get("partitionSize")
-    if _is_int(count) and _is_int(size) and count > 0 and size > 0:
-        return count * size
-    return None
+def _int_or_none(value: Any) -> int | None:
+    return value if _is_int(value) else None
 
 
 def _default_task(task: dict[str, Any], index: int) -> None:
     if _absent(task, "name"):
         task["name"] = f"{labels.DEFAULT_TASK_PREFIX}{index}"
-    partition_min = _partition_min_available(task.get("partitionPolicy"))
-    if task.get("minAvailable") is None and partition_min is not None:
-        task["minAvailable"] = partition_min
     if task.get("minAvailable") is None:
+        policy = task.get("partitionPolicy")
+        policy = policy if isinstance(policy, dict) else {}
+        min_partitions = _int_or_none(policy.get("minPartitions"))
+        partition_size = _int_or_none(policy.get("partitionSize"))
         replicas = task.get("replicas", 0)
-        min_replicas = task.get("minReplicas")
         # A negative count is left for the validator: copying it would only repeat the error.
-        if _is_int(replicas) and replicas >= 0:
-            # An elastic task needs only its minimum to run (elastic.md: minAvailable ≤
-            # minReplicas), so the gang is sized by minReplicas rather than by the current count.
-            if _is_int(min_replicas) and 1 <= min_replicas <= replicas:
-                task["minAvailable"] = min_replicas
-            else:
-                task["minAvailable"] = replicas
+        valid_replicas = _is_int(replicas) and replicas >= 0
+        by_partitions = gang.partition_min_available(min_partitions, partition_size)
+        if valid_replicas or by_partitions is not None:
+            task["minAvailable"] = gang.task_min_available(
+                replicas if valid_replicas else 0,
+                min_replicas=_int_or_none(task.get("minReplicas")),
+                min_partitions=min_partitions,
+                partition_size=partition_size,
+            )
     if task.get("maxRetry") is None:
         task["maxRetry"] = labels.DEFAULT_MAX_RETRY
     template = task.get("template")
@@ -78,9 +73,10 @@ def _default_min_available(spec: dict[str, Any]) -> None:
     if not isinstance(tasks, list):
         return
     values = [t.get("minAvailable") for t in tasks if isinstance(t, dict)]
-    if len(values) != len(tasks) or not all(_is_int(v) and v >= 0 for v in values):
+    sizes = [v for v in values if _is_int(v) and v >= 0]
+    if len(sizes) != len(tasks):
         return
-    spec["minAvailable"] = sum(values)
+    spec["minAvailable"] = gang.job_min_available(None, sizes)
 
 
 def _default_plugins(spec: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from controller.keyworkers import KeyWorkers
 from controller.objectstore import Informer, WireObject
-from controller.queues.state import (
+from controller.queues.decide import (
     CLOSED,
     CLOSED_BY_PARENT,
     Action,

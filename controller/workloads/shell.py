@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from controller.keyworkers import KeyWorkers
 from controller.objectstore import Informer, WireObject, key_of
-from controller.workloads.plan import (
+from controller.workloads.decide import (
     ANNOTATED_OWNER_KINDS,
     GROUP_NAME_ANNOTATION,
     PodGroupPlan,

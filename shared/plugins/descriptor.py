@@ -4,8 +4,8 @@ A `PluginDescriptor` is the declarative half of a plugin: its name, its flags wi
 defaults, the flags that are accepted but do nothing, the plugins it brings along, its
 admission rule, and the child objects and planner memory it owns. The webhook, the controller
 and the command line loop over the registry (`shared.plugins`); what the controller does with
-a plugin (pod and job hooks, the child objects' contents) lives in `controller.plugins`, keyed
-by the descriptor's name.
+a plugin (pod and job hooks, the child objects' contents) lives in
+`controller.job.decide.plugins`, keyed by the descriptor's name.
 """
 
 from __future__ import annotations

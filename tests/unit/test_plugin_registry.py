@@ -9,8 +9,13 @@ from typing import Any
 
 import pytest
 
-from controller.model import PlanSettings
-from controller.plugins import BEHAVIOURS, build_plugins, owned_children, owned_memory_keys
+from controller.job.decide.model import PlanSettings
+from controller.job.decide.plugins import (
+    BEHAVIOURS,
+    build_plugins,
+    owned_children,
+    owned_memory_keys,
+)
 from shared import plugins
 from shared.fielderrors import FieldError
 from shared.models import Job

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from controller import podview
+from controller.job.decide import podview
 from kubeio.client import JOBS, PODS, Kube
 from kubeio.errors import KubeError, TransientError
 from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller.runner import Controller
+from controller.job.shell.runner import Controller
 from controller.settings import Settings
 from kubeio.client import JOBS, PODGROUPS, PODS, Kube
 from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller import podgroup
-from controller.model import Observed, Plan, PlanSettings, PodEdge
-from controller.plan import reconcile
-from controller.plugins.ssh import needs_generated_key
-from controller.sshkeys import generate_key_pair
+from controller.job.decide import podgroup
+from controller.job.decide.model import Observed, Plan, PlanSettings, PodEdge
+from controller.job.decide.plan import reconcile
+from controller.job.decide.plugins.ssh import needs_generated_key
+from controller.job.shell.sshkeys import generate_key_pair
 from shared import labels
 from shared.models import Job
 

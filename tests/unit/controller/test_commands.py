@@ -1,4 +1,4 @@
-"""`controller.commands.consume`: one Command per reconcile, oldest first; bad ones deleted."""
+"""`commands.consume`: one Command per reconcile, oldest first; bad ones deleted."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.commands import consume
+from controller.job.decide.commands import consume
 from shared.models import PolicyAction
 
 UID = "job-uid"

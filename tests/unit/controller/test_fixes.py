@@ -18,9 +18,9 @@ from builders import (
     pod_of,
 )
 
-from controller.model import KeyPair, PlanSettings, PodEdge
-from controller.plan import reconcile
-from controller.plugins.ssh import needs_generated_key
+from controller.job.decide.model import KeyPair, PlanSettings, PodEdge
+from controller.job.decide.plan import reconcile
+from controller.job.decide.plugins.ssh import needs_generated_key
 
 Wire = dict[str, Any]
 

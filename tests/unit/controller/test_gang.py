@@ -1,4 +1,4 @@
-"""`controller.gang.gate_open`: a gang scheduler's pods wait for an admitted PodGroup."""
+"""`controller.job.decide.gang.gate_open`: a gang scheduler's pods wait for an admitted PodGroup."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.gang import gate_open
+from controller.job.decide.gang import gate_open
 
 GANG = frozenset({"volcano"})
 

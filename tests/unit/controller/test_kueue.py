@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from builders import UID, World, created_pods, job
 
-from controller import kueue, suspension
+from controller.job.decide import kueue, suspension
 from shared import labels
 
 NOW = "2026-01-01T12:00:00Z"
@@ -277,7 +277,7 @@ def test_once_the_eviction_is_carried_out_the_job_waits_with_kueues_new_reason()
 
 
 def test_without_the_kueue_integration_a_labelled_job_gets_no_workload() -> None:
-    from controller.model import PlanSettings
+    from controller.job.decide.model import PlanSettings
 
     world = World(queued(), settings=PlanSettings(kueue=False))
     world.settle(3)

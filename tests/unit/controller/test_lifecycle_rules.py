@@ -8,12 +8,19 @@ from typing import Any
 
 import pytest
 
-from controller import attempts, blocked, deadline, retrybudget, suspension, typedconditions
-from controller.blocked import Blocked, QueueFacts
-from controller.deadline import RunClock
-from controller.observe import waits_for_admission
-from controller.policies import Decision
-from controller.retrybudget import Cause
+from controller.job.decide import (
+    attempts,
+    blocked,
+    deadline,
+    retrybudget,
+    suspension,
+    typedconditions,
+)
+from controller.job.decide.blocked import Blocked, QueueFacts
+from controller.job.decide.deadline import RunClock
+from controller.job.decide.policies import Decision
+from controller.job.decide.retrybudget import Cause
+from controller.job.shell.observe import waits_for_admission
 from shared.models import Job, JobPhase, PolicyAction, PolicyEvent
 from shared.models.job import RetryBackoff, RetryPolicy
 

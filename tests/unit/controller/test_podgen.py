@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from builders import UID, created_pods, job, plan_for
 
-from controller.model import PlanSettings
-from controller.podgen import claim_volume_name
+from controller.job.decide.model import PlanSettings
+from controller.job.decide.podgen import claim_volume_name
 from shared import labels
 
 Wire = dict[str, Any]

@@ -19,7 +19,7 @@ from builders import (
     written_phases,
 )
 
-from controller.model import PodEdge
+from controller.job.decide.model import PodEdge
 
 Wire = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""`controller.scaling`: the slots to create and the pods a scale-down removes."""
+"""`controller.job.decide.scaling`: the slots to create and the pods a scale-down removes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from controller.scaling import GangShape, SpecShape, extra_pods, missing_indexes, spec_update
+from controller.job.decide.scaling import (
+    GangShape,
+    SpecShape,
+    extra_pods,
+    missing_indexes,
+    spec_update,
+)
 
 
 def pod(task: str, index: int) -> dict[str, Any]:

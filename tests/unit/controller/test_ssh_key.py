@@ -10,10 +10,10 @@ import pytest
 from builders import job, observe
 from cryptography.hazmat.primitives import serialization
 
-from controller.model import KeyPair
-from controller.plan import reconcile
-from controller.plugins.ssh import needs_generated_key
-from controller.sshkeys import generate_key_pair
+from controller.job.decide.model import KeyPair
+from controller.job.decide.plan import reconcile
+from controller.job.decide.plugins.ssh import needs_generated_key
+from controller.job.shell.sshkeys import generate_key_pair
 
 KEY = KeyPair("-----BEGIN OPENSSH PRIVATE KEY-----\nk\n", "ssh-ed25519 AAAA j\n")
 STORED = {("Secret", "j-ssh"): {"data": {"id_rsa": "cA==", "id_rsa.pub": "cA=="}}}

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from builders import T0, World, created_pods, job, plan_for, pod_group_of, pod_of
 
-from controller.model import PlanSettings
+from controller.job.decide.model import PlanSettings
 
 
 def test_status_shape_after_the_first_reconcile() -> None:

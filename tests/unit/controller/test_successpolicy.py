@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from builders import World, deleted_pods, job, plan_for, pod_of, rounds
 
-from controller.successpolicy import evaluate
+from controller.job.decide.successpolicy import evaluate
 from shared import indexranges
 from shared.models import SuccessPolicy
 

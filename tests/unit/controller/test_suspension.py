@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from builders import World, created_pods, job
 
-from controller import suspension
+from controller.job.decide import suspension
 from shared import labels
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from builders import job, plan_for, pod_of, ts
 
-from controller.policies import JobEvent, timer_start
+from controller.job.decide.policies import JobEvent
+from controller.job.decide.timers import timer_start
 from shared.models import PolicyEvent
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""`controller.ttl.ttl_outcome`: delete once ttlSecondsAfterFinished passed, else wait."""
+"""`ttl.ttl_outcome`: delete once ttlSecondsAfterFinished passed, else wait."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from controller.ttl import TtlOutcome, ttl_outcome
+from controller.job.decide.ttl import TtlOutcome, ttl_outcome
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from builders import job
 
-from controller import unrecoverable
+from controller.job.decide import unrecoverable
 from shared.models import Job
 
 CASES = [

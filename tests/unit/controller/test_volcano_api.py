@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from builders import World, job, plan_for
 
-from controller import partitions, podgroup
-from controller.plugins import pytorch
-from controller.podgen import partition_id
+from controller.job.decide import partitions, podgroup
+from controller.job.decide.plugins import pytorch
+from controller.job.decide.podgen import partition_id
 from shared import labels
 from shared.models import Job
 

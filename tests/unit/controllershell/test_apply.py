@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from controller.apply import Applier, JobGoneError, job_gone_reason, status_guards_creates
-from controller.cache import Cache
+from controller.job.decide.model import EventRecord, ObjectRef, Plan
+from controller.job.shell.apply import Applier, JobGoneError, job_gone_reason, status_guards_creates
+from controller.job.shell.cache import Cache
 from controller.metrics import Metrics
-from controller.model import EventRecord, ObjectRef, Plan
 from kubeio.client import JOBS, PODGROUPS, PODS
 from kubeio.errors import (
     ConflictError,

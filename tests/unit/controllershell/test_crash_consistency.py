@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from controller import podview
-from controller.runner import Controller
+from controller.job.decide import podview
+from controller.job.shell.runner import Controller
 from controller.settings import Settings
 from kubeio.client import COMMANDS, JOBS, PODGROUPS, PODS, Resource
 from kubeio.clock import ManualClock

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from controller.model import ObjectRef, Plan
-from controller.runner import follow_up_needed
+from controller.job.decide.followup import follow_up_needed
+from controller.job.decide.model import ObjectRef, Plan
 
 
 def job(phase: str | None) -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.cache import Cache
-from controller.observe import build_observed, pvcs_to_look_up
+from controller.job.shell.cache import Cache
+from controller.job.shell.observe import build_observed, pvcs_to_look_up
 from kubeio.clock import ManualClock
 
 JOB_UID = "uid-1"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from controller.model import Observed, Plan, PlanSettings
-from controller.runner import Controller
+from controller.job.decide.model import Observed, Plan, PlanSettings
+from controller.job.shell.runner import Controller
 from controller.settings import Settings
 from kubeio.client import COMMANDS, JOBS, PODS
 from kubeio.clock import ManualClock

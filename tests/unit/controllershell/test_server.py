@@ -12,8 +12,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
-from controller.model import Plan
-from controller.runner import Controller
+from controller.job.decide.model import Plan
+from controller.job.shell.runner import Controller
 from controller.server import HttpEndpoints
 from controller.settings import Settings
 from kubeio.client import JOBS

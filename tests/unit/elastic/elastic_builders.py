@@ -6,15 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from decimal import Decimal
 
-from controller.elastic_plan import (
-    ElasticJobView,
-    ElasticSettings,
-    NodeView,
-    PodView,
-    ScaleDecision,
-    TaskView,
-    plan_elastic,
-)
+from controller.elastic.decide.plan import ElasticSettings, ScaleDecision, plan_elastic
+from controller.elastic.decide.views import ElasticJobView, NodeView, PodView, TaskView
 from shared import quantity
 
 GPU = "nvidia.com/gpu"

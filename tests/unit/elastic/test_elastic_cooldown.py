@@ -8,14 +8,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from elastic_builders import changes, fixed, gpu_nodes, job, pods_of_all, task
 
-from controller.elastic_plan import (
+from controller.elastic.decide.plan import ElasticSettings, cooling_down, plan_elastic
+from controller.elastic.decide.views import (
     RESIZED_AT_KEY,
     ElasticJobView,
-    ElasticSettings,
     TaskView,
-    cooling_down,
     job_view_from_wire,
-    plan_elastic,
     resized_at_annotation,
     resized_at_from_annotations,
 )

@@ -12,8 +12,9 @@ import jsonpatch
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.elastic_loop import JSON_PATCH, ElasticLoop, replicas_patch
-from controller.elastic_plan import RESIZED_AT_KEY, ScaleDecision
+from controller.elastic.decide.plan import ScaleDecision
+from controller.elastic.decide.views import RESIZED_AT_KEY
+from controller.elastic.shell import JSON_PATCH, ElasticLoop, replicas_patch
 from kubeio.client import Kube, Resource
 from kubeio.errors import PermanentError, TransientError
 

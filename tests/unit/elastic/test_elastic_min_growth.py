@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from elastic_builders import changes, gpu_nodes, job, pods_of_all, settle, task
 
-from controller.elastic_plan import ElasticSettings, growth_needed, plan_elastic
+from controller.elastic.decide.plan import ElasticSettings, growth_needed, plan_elastic
 
 
 @pytest.mark.parametrize(

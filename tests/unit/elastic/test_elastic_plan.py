@@ -22,13 +22,8 @@ from elastic_builders import (
     task,
 )
 
-from controller.elastic_plan import (
-    ElasticJobView,
-    ElasticSettings,
-    NodeView,
-    PodView,
-    plan_elastic,
-)
+from controller.elastic.decide.plan import ElasticSettings, plan_elastic
+from controller.elastic.decide.views import ElasticJobView, NodeView, PodView
 
 
 @dataclass

@@ -18,14 +18,8 @@ from elastic_builders import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.elastic_plan import (
-    ElasticJobView,
-    ElasticSettings,
-    NodeView,
-    PodView,
-    TaskView,
-    plan_elastic,
-)
+from controller.elastic.decide.plan import ElasticSettings, plan_elastic
+from controller.elastic.decide.views import ElasticJobView, NodeView, PodView, TaskView
 
 
 @st.composite

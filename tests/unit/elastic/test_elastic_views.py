@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from controller.elastic_plan import (
-    ElasticSettings,
+from controller.elastic.decide.plan import ElasticSettings, plan_elastic
+from controller.elastic.decide.views import (
     job_view_from_wire,
     node_view_from_wire,
-    plan_elastic,
     pod_view_from_wire,
 )
 
@@ -99,6 +98,44 @@ def test_equal_bounds_are_not_elastic() -> None:
 
 def node(**status: Any) -> dict[str, Any]:
     return {"metadata": {"name": "node-1"}, "spec": {}, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("task_fields", "task_minimum", "job_minimum"),
+    [
+        # a partitioned task needs minPartitions·partitionSize pods, as its PodGroup says
+        ({"minReplicas": 8, "maxReplicas": 8, "replicas": 8}, 8, 9),
+        (
+            {
+                "minReplicas": 8,
+                "maxReplicas": 8,
+                "replicas": 8,
+                "partitionPolicy": {"totalPartitions": 4, "partitionSize": 2, "minPartitions": 2},
+            },
+            4,
+            5,
+        ),
+        (
+            {
+                "minReplicas": 8,
+                "maxReplicas": 8,
+                "replicas": 8,
+                "minAvailable": 6,
+                "partitionPolicy": {"totalPartitions": 4, "partitionSize": 2, "minPartitions": 2},
+            },
+            6,
+            7,
+        ),
+    ],
+)
+def test_the_gang_size_of_a_partitioned_task(
+    task_fields: dict[str, Any], task_minimum: int, job_minimum: int
+) -> None:
+    job = wire_job(**task_fields)
+    del job["spec"]["minAvailable"]
+    view = job_view_from_wire(job)
+    assert view.tasks[1].minimum == task_minimum
+    assert view.minimum == job_minimum
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.cache import Cache
-from controller.elastic_loop import ElasticLoop
-from controller.elastic_plan import has_elastic_task, job_phase, wakes_autoscaler
-from controller.runner import _JobPhaseStore
+from controller.elastic.decide.views import job_phase
+from controller.elastic.decide.wake import has_elastic_task, wakes_autoscaler
+from controller.elastic.shell import ElasticLoop
+from controller.job.shell.cache import Cache
+from controller.job.shell.phasewatch import JobPhaseStore
 from localcluster.testing import wait_until
 
 
@@ -92,7 +93,7 @@ def wire(name: str, phase: str | None, version: int, elastic: bool = False) -> d
 
 def test_the_job_watch_tells_when_a_job_turns_pending() -> None:
     woken: list[int] = []
-    store = _JobPhaseStore(Cache(), [lambda: woken.append(1)])
+    store = JobPhaseStore(Cache(), [lambda: woken.append(1)])
     store.replace_all("Job", [wire("old", "Pending", 1), wire("run", "Running", 2, elastic=True)])
     assert len(woken) == 1  # a job found Pending at the first listing may need room too
     store.upsert("Job", wire("a", None, 3))
@@ -113,7 +114,7 @@ def test_the_job_watch_tells_when_a_job_turns_pending() -> None:
 
 def test_without_elastic_jobs_arrivals_do_not_wake_the_autoscaler() -> None:
     woken: list[int] = []
-    store = _JobPhaseStore(Cache(), [lambda: woken.append(1)])
+    store = JobPhaseStore(Cache(), [lambda: woken.append(1)])
     store.replace_all("Job", [wire("old", "Pending", 1), wire("run", "Running", 2)])
     store.upsert("Job", wire("a", "Pending", 3))
     assert woken == []  # nothing could give room

@@ -8,14 +8,9 @@ from typing import Any
 
 import pytest
 
-from controller.jobflow.plan import (
-    NetworkProbe,
-    ProbeOutcome,
-    merge_job_spec,
-    plan,
-    probes_to_run,
-    template_status,
-)
+from controller.jobflow.decide.jobs import merge_job_spec
+from controller.jobflow.decide.plan import plan, probes_to_run, template_status
+from controller.jobflow.decide.probes import NetworkProbe, ProbeOutcome
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from controller.jobflow.plan import NetworkProbe
-from controller.jobflow.probes import refusal, run_probe
+from controller.jobflow.decide.probes import NetworkProbe
+from controller.jobflow.shell.probes import refusal, run_probe
 
 ADDRESSES = {
     "loopback": ("127.0.0.1", False, None),

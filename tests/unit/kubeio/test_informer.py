@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from controller.cache import Cache
+from controller.job.shell.cache import Cache
 from kubeio.client import PODS
 from kubeio.errors import TransientError
 from kubeio.informer import Reflector, WatchSpec

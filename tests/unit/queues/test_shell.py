@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from controller.queues.decide import StateError
 from controller.queues.shell import QueueController
-from controller.queues.state import StateError
 from kubeio.client import Resource
 from kubeio.errors import NotFoundError
 

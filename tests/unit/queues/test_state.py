@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.queues.state import (
+from controller.queues.decide import (
     Action,
     Cascade,
     QueueView,

@@ -83,7 +83,7 @@ def test_uvicorn_lifecycle_lines_are_written_once_per_process() -> None:
 def test_an_announcement_is_written_whatever_the_level() -> None:
     stream = io.StringIO()
     configure_logging("warning", "json", stream)
-    log = logging.getLogger("controller.runner")
+    log = logging.getLogger("controller.job.shell.runner")
     log.info("hidden")
     announce(log, "controller health port 1 metrics port 2", health_port=1, metrics_port=2)
     (entry,) = [json.loads(line) for line in stream.getvalue().splitlines()]

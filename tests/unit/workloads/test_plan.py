@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.workloads.plan import (
+from controller.workloads.decide import (
     OwnerPlan,
     build_podgroup,
     in_own_group,

@@ -1,0 +1,174 @@
+"""A Pending or Running job kept in line with its spec: its volumes, its PodGroup (first), the
+pods a scale-down removes, the missing pods once the gang gate opens, and the phase the pod
+counts call for (`state.pending_outcome`, the success policy, `state.running_outcome`).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from controller.job.decide import (
+    attempts,
+    dependson,
+    draft,
+    gang,
+    kueue,
+    podgroup,
+    podview,
+    scaling,
+    state,
+    successpolicy,
+    suspension,
+    volumes,
+)
+from controller.job.decide.draft import Draft, JobRound
+from controller.job.decide.model import EventRecord, WireObject
+from controller.job.decide.podgen import PodContext, build_pod
+from shared import labels
+from shared.models import JobPhase
+
+PVC_RECHECK = timedelta(seconds=10)
+
+
+def sync(r: JobRound, d: Draft) -> None:
+    s = d.status
+    if s.reason == suspension.STATE_REASON and s.phase == JobPhase.PENDING:
+        draft.set_phase(
+            r,
+            d,
+            JobPhase.PENDING,
+            "Resumed",
+            "spec.suspend is false: the pods of the same attempt are created again",
+        )
+    vplan = volumes.plan_volumes(
+        r.job,
+        list(r.raw_job.get("spec", {}).get("volumes") or []),
+        r.observed.children,
+        r.observed.missing_pvcs,
+    )
+    s.controlled.update(vplan.controlled)
+    if vplan.missing:
+        # fix 15: wait for the user's PVC, never terminate because of it.
+        d.missing_pvcs = list(vplan.missing)
+        names = ", ".join(vplan.missing)
+        if s.phase == JobPhase.PENDING:
+            draft.set_phase(
+                r,
+                d,
+                JobPhase.PENDING,
+                "PVCNotFound",
+                f"PersistentVolumeClaim {names} not found; the job stays Pending until it exists",
+            )
+        d.requeue.append(PVC_RECHECK)
+        return
+    if s.reason == "PVCNotFound":
+        draft.set_phase(r, d, JobPhase.PENDING, "PVCFound", "every PersistentVolumeClaim exists")
+    d.plan.create.extend(vplan.creates)
+    if vplan.spec_volumes is not None:
+        d.plan.job_spec_patch = {"spec": {"volumes": vplan.spec_volumes}}
+    claims = vplan.claims
+
+    pg = sync_pod_group(r, d)
+    if (warning := podgroup.pending_warning(r.job, pg)) is not None:
+        d.plan.events.append(EventRecord("Warning", "PodGroupPending", warning))
+    scale_down(r, d)
+    if gang.gate_open(r.job.spec.scheduler_name, r.settings.gang_schedulers, pg):
+        create_pods(r, d, claims)
+    transitions(r, d)
+
+
+def sync_pod_group(r: JobRound, d: Draft) -> WireObject | None:
+    """Create the PodGroup first; bring its spec in line on scale."""
+    pg = draft.pod_group_usable(r, d)
+    if pg is None:
+        if r.observed.pod_group is not None and not d.pod_group_gone:
+            return None  # the deleted one is still in the cache: wait for it to go
+        # The deleted group's uid stays remembered: a stale cache copy of it must never
+        # open the gate for the new pods.
+        d.plan.create.insert(0, podgroup.build_pod_group(r.job, r.observed.priority_values))
+        return None
+    updated = podgroup.updated_pod_group(pg, r.job, r.observed.priority_values)
+    if updated is not None:
+        d.plan.update.append(updated)
+    return pg
+
+
+def scale_down(r: JobRound, d: Draft) -> None:
+    replicas = {name: t.replica_count for name, t in r.tasks.items()}
+    draft.kill(r, d, scaling.extra_pods(r.pods, replicas))
+
+
+def create_pods(r: JobRound, d: Draft, claims: list[tuple[str, str]]) -> None:
+    ctx = PodContext(
+        job=r.job,
+        version=d.status.version,
+        retry_count=d.status.retry_count,
+        pod_group=labels.pod_group_name(r.job.name, r.job.uid),
+        claims=claims,
+        plugins=draft.plugins(r, d),
+        attempt=attempts.current_index(d.status.attempts),
+    )
+    live_by_task = draft.live_pods_by_task(p for p in r.pods if draft.live(d, p))
+    for task_name, task in r.tasks.items():
+        if not dependson.can_create(r.job, task, live_by_task):
+            continue
+        done = d.status.recorded_succeeded.get(task_name, set())
+        override = r.kueue.overrides.get(task_name)
+        replicas = task.replica_count
+        if override is not None and override.count is not None:
+            replicas = min(replicas, override.count)
+        for i in scaling.missing_indexes(
+            r.job.name, task_name, replicas, r.all_pods_by_name.keys(), done
+        ):
+            pod = build_pod(ctx, task, i)
+            d.created.append(pod if override is None else kueue.apply_override(pod, override))
+    if d.created:
+        d.plan.create.extend(d.created)
+        d.plan.guard_uid = r.job.uid
+
+
+def transitions(r: JobRound, d: Draft) -> None:
+    if d.transitioned:
+        return  # one phase per status write
+    all_finished, ghosts = draft.slots(r, d)
+    counts = draft.tally(r, d).counts(extra_succeeded=ghosts)
+    min_available = podgroup.job_min_available(r.job)
+    if d.status.phase == JobPhase.PENDING:
+        outcome = state.pending_outcome(counts, min_available)
+        if outcome is not None:
+            draft.set_phase(r, d, outcome.to, outcome.reason, outcome.message)
+        return
+    succeeded = draft.succeeded_now(r, d)
+    met = successpolicy.evaluate(r.job.spec.success_policy, list(r.tasks), succeeded)
+    if met is not None:
+        draft.set_phase(r, d, JobPhase.COMPLETING, "SuccessPolicy", met.message)
+        drop_created(d)
+        return
+    outcome = state.running_outcome(
+        counts,
+        total_replicas=r.job.spec.total_replicas,
+        min_available=min_available,
+        min_success=r.job.spec.min_success,
+        tasks=[
+            state.TaskFinish(
+                name, t.replica_count, t.min_available, len(succeeded.get(name, set()))
+            )
+            for name, t in r.tasks.items()
+        ],
+        all_finished=all_finished,
+    )
+    if outcome is None:
+        return
+    draft.set_phase(r, d, outcome.to, outcome.reason, outcome.message)
+    if outcome.to in (JobPhase.COMPLETING, JobPhase.FAILED):
+        drop_created(d)
+
+
+def drop_created(d: Draft) -> None:
+    """A job that stops running creates nothing more in this plan."""
+    if d.created:
+        names = {podview.name_of(p) for p in d.created}
+        d.plan.create = [
+            o for o in d.plan.create if not (o.get("kind") == "Pod" and podview.name_of(o) in names)
+        ]
+        d.created = []

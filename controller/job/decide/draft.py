@@ -1,0 +1,329 @@
+"""One reconcile's inputs (`JobRound`, read once) and the plan it is drafting (`Draft`), with
+the steps every concern shares: owning and killing pods, changing the phase, deleting the
+PodGroup, counting the pods and succeeded slots.
+
+The concern modules (`events`, `actions`, `phasesync`, `activesync`, `outcome`) are functions of
+`(JobRound, Draft)`; `plan.reconcile` calls them in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from controller.job.decide import kueue, memory, podview, restarts, suspension, timers
+from controller.job.decide import status as status_mod
+from controller.job.decide.model import (
+    EventRecord,
+    ObjectRef,
+    Observed,
+    Plan,
+    PlanSettings,
+    WireObject,
+)
+from controller.job.decide.plugins import JobPlugin, build_plugins
+from controller.job.decide.statuscodec import StatusDraft, decode
+from shared import labels
+from shared.models import Job, JobPhase, TaskSpec
+from shared.models.job import RetryPolicy
+
+# After a phase change, look again soon even if no watch event arrives.
+FOLLOW_UP = timedelta(seconds=1)
+
+
+@dataclass(frozen=True)
+class JobRound:
+    """What one reconcile reads; it does not change while the plan is drafted."""
+
+    observed: Observed
+    settings: PlanSettings
+    # Kubernetes times are UTC; a naive `now` is taken to be UTC too.
+    now: datetime
+    raw_job: WireObject
+    job: Job
+    tasks: Mapping[str, TaskSpec]
+    # The job's own pods, and every observed pod by name (a foreign one holds its name).
+    pods: tuple[WireObject, ...]
+    pods_by_name: Mapping[str, WireObject]
+    all_pods_by_name: Mapping[str, WireObject]
+    max_retry: int
+    retry_policy: RetryPolicy | None
+    kueue: kueue.KueueSteps
+    # Suspended for this plan: spec.suspend, or Kueue suspends the job in this very plan (a
+    # job Kueue unsuspends gets its pods in the next plan, once spec.suspend is false).
+    suspended: bool
+
+
+@dataclass
+class Draft:
+    """The plan being drafted and the status it will write."""
+
+    status: StatusDraft
+    memory: memory.PlannerMemory
+    timers: dict[str, timers.Timer]
+    plan: Plan = field(default_factory=Plan)
+    # Pods this plan deletes, and the pods it creates.
+    deleting: set[str] = field(default_factory=set)
+    created: list[WireObject] = field(default_factory=list)
+    requeue: list[timedelta] = field(default_factory=list)
+    missing_pvcs: list[str] = field(default_factory=list)
+    pod_group_gone: bool = False
+    transitioned: bool = False
+    # A transition with effects was decided: this plan only writes it (and its events).
+    decided: bool = False
+    plugins_built: list[JobPlugin] | None = None
+
+
+def start(observed: Observed, settings: PlanSettings) -> tuple[JobRound, Draft]:
+    now = observed.now if observed.now.tzinfo else observed.now.replace(tzinfo=UTC)
+    job = Job.from_wire(observed.job)
+    status = decode(job.status)
+    remembered = memory.load(observed.memory)
+    pods = tuple(p for p in observed.pods if owned(job, p))
+    steps = _kueue_steps(observed, settings, job, status, pods, now)
+    r = JobRound(
+        observed=observed,
+        settings=settings,
+        now=now,
+        raw_job=observed.job,
+        job=job,
+        tasks={str(t.name): t for t in job.spec.tasks},
+        pods=pods,
+        pods_by_name={podview.name_of(p): p for p in pods},
+        all_pods_by_name={podview.name_of(p): p for p in observed.pods},
+        max_retry=(
+            job.spec.max_retry if job.spec.max_retry is not None else labels.DEFAULT_MAX_RETRY
+        ),
+        retry_policy=job.spec.retry_policy,
+        kueue=steps,
+        suspended=suspension.is_suspended(observed.job) or steps.set_suspend is True,
+    )
+    d = Draft(status=status, memory=remembered, timers=timers.decode(remembered.get(memory.TIMERS)))
+    _record_deleted_successes(r, d)
+    return r, d
+
+
+def _kueue_steps(
+    observed: Observed,
+    settings: PlanSettings,
+    job: Job,
+    status: StatusDraft,
+    pods: Iterable[WireObject],
+    now: datetime,
+) -> kueue.KueueSteps:
+    if not settings.kueue:
+        return kueue.KueueSteps()
+    finished: bool | None = None
+    if status.initial_phase == JobPhase.COMPLETED:
+        finished = True
+    elif status.initial_phase in (JobPhase.FAILED, JobPhase.TERMINATED):
+        finished = False
+    return kueue.plan_kueue(
+        observed.job,
+        observed.workload,
+        observed.resource_flavors,
+        priority_values=observed.priority_values,
+        finished=finished,
+        finish_message=f"the job is {status.phase.value}: {status.message or ''}".rstrip(": "),
+        pods_gone=all(podview.is_finished(p) and not podview.is_deleting(p) for p in pods),
+        now=status_mod.rfc3339(now),
+    )
+
+
+def _record_deleted_successes(r: JobRound, d: Draft) -> None:
+    """A succeeded pod deleted before any status recorded it still counts (fix 8)."""
+    for edge in r.observed.pod_edges:
+        pod = edge.pod
+        if edge.kind != "deleted" or podview.phase(pod) != podview.SUCCEEDED:
+            continue
+        if podview.is_out_of_sync(pod):
+            continue  # replaced by a restart: its success no longer counts
+        if not owned(r.job, pod) or podview.version_of(pod) < d.status.version:
+            continue
+        task, index = podview.task_of(pod), podview.index_of(pod)
+        if task is not None and index is not None:
+            d.status.recorded_succeeded.setdefault(task, set()).add(index)
+
+
+def owned(job: Job, pod: Mapping[str, Any]) -> bool:
+    owner = podview.controller_uid(pod)
+    if owner is not None:
+        return owner == job.uid
+    return podview.labels_of(pod).get(labels.JOB_NAME_KEY) == job.name
+
+
+def live(d: Draft, pod: Mapping[str, Any]) -> bool:
+    """Exists and is not going away (not deleted, not being deleted by this plan)."""
+    return not podview.is_deleting(pod) and podview.name_of(pod) not in d.deleting
+
+
+def actionable(d: Draft, pod: Mapping[str, Any]) -> bool:
+    """A pod whose events can still drive policies: live, ours to act on, current version."""
+    return (
+        live(d, pod)
+        and not podview.is_out_of_sync(pod)
+        and podview.version_of(pod) >= d.status.version
+    )
+
+
+def set_phase(r: JobRound, d: Draft, to: JobPhase, reason: str, message: str) -> bool:
+    """Move to `to`; False (nothing changes) when the phase already changed in this plan:
+    every phase is written on its own, so watchers see each one, and the next reconcile
+    continues from the written phase."""
+    s = d.status
+    if to == s.phase and (s.initial_phase is not None or d.transitioned):
+        s.reason, s.message = reason, message
+        return True
+    if d.transitioned:
+        d.requeue.append(FOLLOW_UP)
+        return False
+    when = status_mod.rfc3339(r.now)
+    previous = s.phase
+    s.phase, s.reason, s.message = to, reason, message
+    s.last_transition = when
+    s.conditions = status_mod.with_condition(s.conditions, to.value, when)
+    s.running_duration = status_mod.running_duration(r.raw_job, r.now)
+    first = s.initial_phase is None and not d.transitioned
+    d.transitioned = True
+    # A new job has no phase yet: its first event names where it starts, not "Pending -> …".
+    change = f"job phase {to.value}" if first else f"job phase {previous.value} -> {to.value}"
+    d.plan.events.append(EventRecord("Normal", reason, f"{change}: {message}"))
+    return True
+
+
+def kill(r: JobRound, d: Draft, pods: Iterable[Mapping[str, Any]]) -> None:
+    """Mark then delete: our own deletions never come back as PodEvicted."""
+    for pod in pods:
+        name = podview.name_of(pod)
+        if podview.is_deleting(pod) or name in d.deleting:
+            continue
+        ref = ObjectRef("v1", "Pod", r.job.namespace, name, podview.uid_of(pod) or None)
+        d.plan.annotate_out_of_sync.append(ref)
+        d.plan.delete.append(ref)
+        d.deleting.add(name)
+
+
+def kill_unfinished(r: JobRound, d: Draft) -> None:
+    kill(r, d, (p for p in r.pods if not podview.is_finished(p)))
+
+
+def delete_pod_group(r: JobRound, d: Draft) -> None:
+    pg = r.observed.pod_group
+    if pg is None or d.pod_group_gone:
+        return
+    uid = podview.uid_of(pg) or None
+    if uid is not None and d.memory.get(memory.DELETED_POD_GROUP) == uid:
+        d.pod_group_gone = True
+        return
+    d.plan.delete.append(
+        ObjectRef(
+            labels.SCHEDULING_API_VERSION,
+            labels.PODGROUP_KIND,
+            r.job.namespace,
+            podview.name_of(pg),
+            uid,
+        )
+    )
+    if uid is not None:
+        d.memory["deletedPodGroupUid"] = uid
+    d.pod_group_gone = True
+
+
+def pod_group_usable(r: JobRound, d: Draft) -> WireObject | None:
+    """The observed PodGroup unless it is the one this controller deleted (stale cache)."""
+    pg = r.observed.pod_group
+    if pg is None or d.pod_group_gone:
+        return None
+    if d.memory.get(memory.DELETED_POD_GROUP) == podview.uid_of(pg):
+        return None
+    return pg
+
+
+def plugins(r: JobRound, d: Draft) -> list[JobPlugin]:
+    if d.plugins_built is None:
+        d.plugins_built, unknown = build_plugins(
+            r.job, r.settings, r.observed.children, d.memory, r.observed.ssh_key
+        )
+        for name in unknown:
+            d.plan.events.append(
+                EventRecord("Warning", "PluginError", f"unknown plugin {name} is ignored")
+            )
+    return d.plugins_built
+
+
+def end_restart(d: Draft) -> None:
+    d.status.restart = None
+    d.status.controlled.pop(restarts.RECORD_KEY, None)
+
+
+def live_pods_by_task(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for pod in pods:
+        task = podview.task_of(pod)
+        if task is not None:
+            out.setdefault(task, []).append(pod)
+    return out
+
+
+def pod_of(r: JobRound, name: str | None) -> Mapping[str, Any] | None:
+    """The pod an event is about, as last seen (a deleted pod from its watch edge)."""
+    if not name:
+        return None
+    if name in r.all_pods_by_name:
+        return r.all_pods_by_name[name]
+    return next((e.pod for e in r.observed.pod_edges if podview.name_of(e.pod) == name), None)
+
+
+# ---------------------------------------------------------------------- succeeded slots
+
+
+def succeeded_now(r: JobRound, d: Draft) -> dict[str, set[int]]:
+    """Per task, indexes < replicas whose pod succeeded, or whose succeeded pod was deleted
+    (recorded earlier and not recreated: fix 8)."""
+    out: dict[str, set[int]] = {}
+    for task_name, task in r.tasks.items():
+        done: set[int] = set()
+        for i in range(task.replica_count):
+            name = labels.pod_name(r.job.name, task_name, i)
+            pod = r.pods_by_name.get(name)
+            if pod is not None and live(d, pod):
+                if podview.phase(pod) == podview.SUCCEEDED:
+                    done.add(i)
+            elif pod is None and i in d.status.recorded_succeeded.get(task_name, set()):
+                done.add(i)
+        if done:
+            out[task_name] = done
+    return out
+
+
+def slots(r: JobRound, d: Draft) -> tuple[bool, int]:
+    """(every slot finished, succeeded slots whose pod no longer exists)."""
+    all_finished = True
+    ghost_succeeded = 0
+    created = {podview.name_of(p) for p in d.created}
+    for task_name, task in r.tasks.items():
+        for i in range(task.replica_count):
+            name = labels.pod_name(r.job.name, task_name, i)
+            pod = r.pods_by_name.get(name)
+            if pod is None:
+                recorded = d.status.recorded_succeeded.get(task_name, set())
+                if name not in created and i in recorded:
+                    ghost_succeeded += 1
+                else:
+                    all_finished = False
+            elif not live(d, pod) or not podview.is_finished(pod):
+                all_finished = False
+    return all_finished, ghost_succeeded
+
+
+def tally(r: JobRound, d: Draft) -> status_mod.PodTally:
+    counted = status_mod.PodTally()
+    for pod in r.pods:
+        # A decision only writes the status: the pods it will kill are still as they are.
+        going = podview.is_deleting(pod) or (podview.name_of(pod) in d.deleting and not d.decided)
+        counted.add(podview.task_of(pod), podview.phase(pod), terminating=going)
+    for pod in d.created:
+        counted.add(podview.task_of(pod), podview.PENDING, terminating=False)
+    return counted

@@ -1,0 +1,132 @@
+"""What a reconcile ends with: the status to write (only when it changed), the memory for the
+next round, and when to look at the job again."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from controller.job.decide import (
+    attempts,
+    blocked,
+    deadline,
+    draft,
+    memory,
+    phasesync,
+    podgroup,
+    podview,
+    state,
+    suspension,
+    typedconditions,
+)
+from controller.job.decide import status as status_mod
+from controller.job.decide import timers as timers_mod
+from controller.job.decide.draft import FOLLOW_UP, Draft, JobRound
+from controller.job.decide.statuscodec import Counters, encode
+from shared import labels
+from shared.models import JobPhase
+
+# A job the scheduler does not admit is looked at again this often (its Queue is not watched).
+BLOCKED_RECHECK = timedelta(seconds=10)
+
+
+def blocked_reason(r: JobRound, d: Draft) -> blocked.Blocked | None:
+    if d.status.phase != JobPhase.PENDING:
+        return None
+    queue_name = r.job.spec.queue or labels.DEFAULT_QUEUE
+    if r.observed.queue_looked_up:
+        queue_obj = r.observed.queue
+        facts = blocked.QueueFacts(
+            queue_name,
+            found=queue_obj is not None,
+            state=((queue_obj or {}).get("status") or {}).get("state"),
+        )
+    else:
+        facts = blocked.QueueFacts(queue_name)
+    found = blocked.blocked_reason(
+        missing_pvcs=d.missing_pvcs,
+        queue=facts,
+        pod_group=draft.pod_group_usable(r, d),
+        pods=[p for p in r.pods if draft.live(d, p)],
+    )
+    if found is not None and found.reason in blocked.NOT_ADMITTED:
+        d.requeue.append(BLOCKED_RECHECK)  # a Queue change enqueues no job
+    return found
+
+
+def lifecycle_fields(r: JobRound, d: Draft) -> dict[str, Any]:
+    """vcjob's own status fields: the run clock, restart counts by cause, the attempts, the
+    typed conditions and `reason`. Volcano's fields are left as they are."""
+    s = d.status
+    when = status_mod.rfc3339(r.now)
+    s.clock = deadline.advance(
+        s.clock,
+        running=s.phase == JobPhase.RUNNING,
+        suspended=suspension.clock_paused(r.job, s.phase),
+        now=r.now,
+    )
+    if not s.attempts:
+        s.attempts = attempts.start([], when)
+    if s.phase in state.TERMINAL:
+        s.attempts = attempts.end(
+            s.attempts,
+            s.last_transition or when,
+            cause=None,
+            reason=s.reason or s.phase.value,
+            failed=attempts.failed_pods(r.pods),
+        )
+    facts = typedconditions.JobFacts(
+        phase=s.phase,
+        reason=s.reason,
+        message=s.message,
+        pod_group_phase=podgroup.phase_of(draft.pod_group_usable(r, d)) or None,
+        blocked=blocked_reason(r, d),
+        generation=int(podview.metadata(r.raw_job).get("generation") or 0),
+    )
+    typed = typedconditions.merged(s.typed_conditions, facts, when)
+    typed = suspension.suspended_conditions(
+        typed,
+        suspended=r.suspended and s.phase not in state.TERMINAL,
+        message=phasesync.suspended_message(r)
+        if r.suspended
+        else "spec.suspend is false: the job runs",
+        now=when,
+        generation=podview.metadata(r.raw_job).get("generation"),
+    )
+    return {
+        **s.clock.to_status(),
+        "restartCounts": {
+            "application": s.restart_counts.get("application", 0),
+            "infrastructure": s.restart_counts.get("infrastructure", 0),
+            "operator": s.restart_counts.get("operator", 0),
+        },
+        "attempts": s.attempts,
+        "typedConditions": typed,
+        "reason": typedconditions.status_reason(typed),
+    }
+
+
+def finalize(r: JobRound, d: Draft) -> None:
+    read = dict(r.raw_job.get("status") or {})
+    counters = Counters(
+        tally=draft.tally(r, d),
+        min_available=podgroup.job_min_available(r.job),
+        succeeded=draft.succeeded_now(r, d),
+    )
+    new_status = encode(read, d.status, counters, lifecycle_fields(r, d))
+    if not status_mod.unchanged(read, new_status):
+        d.plan.status = new_status
+
+    if d.timers:
+        d.memory["timers"] = timers_mod.encode(d.timers)
+    else:
+        d.memory.pop(memory.TIMERS, None)
+    d.plan.memory = dict(d.memory)
+    waits = list(d.requeue)
+    next_fire = timers_mod.next_fire(d.timers)
+    if next_fire is not None:
+        waits.append(max(next_fire - r.now, timedelta(0)))
+    if d.transitioned and d.status.phase not in state.TERMINAL:
+        waits.append(FOLLOW_UP)
+    if waits:
+        d.plan.requeue_after = min(waits)

@@ -1,0 +1,261 @@
+"""The controller's in-memory view of the cluster, fed by the watches and by its own writes.
+
+Objects are indexed by the job they belong to (`namespace/name`), so observing one job never
+scans the whole cluster. The cache is read-your-writes: an object returned by one of our own
+writes is stored at once when its resourceVersion is newer than what the watch delivered.
+Pod deletions seen on the watch are kept as `PodEdge`s until the job's next reconcile takes them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.job.decide.model import PodEdge
+from shared import objectkeys
+from shared.labels import JOB_NAME_KEY, OUT_OF_SYNC_KEY
+from shared.objectkeys import object_key
+
+WireObject = dict[str, Any]
+
+JOB = "Job"
+POD = "Pod"
+PODGROUP = "PodGroup"
+COMMAND = "Command"
+PRIORITY_CLASS = "PriorityClass"
+WORKLOAD = "Workload"
+RESOURCE_FLAVOR = "ResourceFlavor"
+CHILD_KINDS = frozenset(
+    {"Service", "ConfigMap", "Secret", "NetworkPolicy", "PersistentVolumeClaim"}
+)
+KINDS = (
+    frozenset({JOB, POD, PODGROUP, COMMAND, PRIORITY_CLASS, WORKLOAD, RESOURCE_FLAVOR})
+    | CHILD_KINDS
+)
+
+# Edges kept per job at most; a job that is never reconciled must not grow memory forever.
+MAX_EDGES_PER_JOB = 10_000
+MAX_TOMBSTONES = 50_000
+
+
+def _uid(obj: WireObject) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def _rv(obj: WireObject) -> int | None:
+    text = (obj.get("metadata") or {}).get("resourceVersion")
+    if isinstance(text, str) and text.isdigit():
+        return int(text)
+    return None
+
+
+def _same_version(a: WireObject, b: WireObject) -> bool:
+    version = _rv(a)
+    return version is not None and version == _rv(b)
+
+
+def is_newer(candidate: WireObject, current: WireObject | None) -> bool:
+    """Whether `candidate` should replace `current` (opaque versions always replace)."""
+    if current is None:
+        return True
+    new, old = _rv(candidate), _rv(current)
+    if new is None or old is None:
+        return True
+    return new >= old
+
+
+def job_key_of(kind: str, obj: WireObject) -> str | None:
+    """The `namespace/name` of the Job an object belongs to, or None."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") or ""
+    if kind == JOB:
+        return object_key(obj)
+    if kind == COMMAND:
+        target = obj.get("target") or {}
+        if target.get("kind") == JOB and target.get("name"):
+            return f"{namespace}/{target['name']}"
+    if kind in (COMMAND, PODGROUP, WORKLOAD):
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("kind") == JOB and ref.get("name"):
+                return f"{namespace}/{ref['name']}"
+        return None
+    job_name = (meta.get("labels") or {}).get(JOB_NAME_KEY)
+    if job_name:
+        return f"{namespace}/{job_name}"
+    return None
+
+
+def deleted_by_controller(pod: WireObject) -> bool:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(OUT_OF_SYNC_KEY, "")).lower() == "true"
+
+
+@dataclass
+class JobView:
+    """One job's slice of the cache (shared objects: readers must not mutate them)."""
+
+    job: WireObject | None
+    pods: list[WireObject] = field(default_factory=list)
+    pod_groups: list[WireObject] = field(default_factory=list)
+    commands: list[WireObject] = field(default_factory=list)
+    children: list[WireObject] = field(default_factory=list)
+    workloads: list[WireObject] = field(default_factory=list)
+
+
+class Cache:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._objects: dict[str, dict[str, WireObject]] = {kind: {} for kind in KINDS}
+        # kind -> job key -> object keys
+        self._by_job: dict[str, dict[str, set[str]]] = {kind: defaultdict(set) for kind in KINDS}
+        self._edges: dict[str, list[PodEdge]] = defaultdict(list)
+        # UIDs seen deleted: a late copy of a deleted object (say, what one of our own writes
+        # returned while the watch already delivered the deletion) must not bring it back.
+        self._deleted_uids: OrderedDict[str, None] = OrderedDict()
+
+    # --- writes from watches -----------------------------------------------------------------
+
+    def upsert(self, kind: str, obj: WireObject) -> str | None:
+        """Store an object if it is newer than what we hold; returns its job key, or None when
+        nothing changed (the watch echoing what one of our own writes already stored), so such
+        echoes do not trigger another reconcile."""
+        key = object_key(obj)
+        with self._lock:
+            store = self._objects[kind]
+            current = store.get(key)
+            job_key = job_key_of(kind, obj)
+            if not is_newer(obj, current) or _uid(obj) in self._deleted_uids:
+                return None
+            if current is not None and _same_version(obj, current):
+                return None
+            if current is not None:
+                old_job = job_key_of(kind, current)
+                if old_job is not None and old_job != job_key:
+                    self._by_job[kind][old_job].discard(key)
+            store[key] = obj
+            if job_key is not None and kind != JOB:
+                self._by_job[kind][job_key].add(key)
+            return job_key
+
+    def remove(self, kind: str, obj: WireObject) -> str | None:
+        """Forget an object; a pod's disappearance is recorded as an edge for its job."""
+        key = object_key(obj)
+        with self._lock:
+            current = self._objects[kind].pop(key, None)
+            last = current if current is not None else obj
+            uid = _uid(obj)
+            if uid:
+                self._deleted_uids[uid] = None
+                while len(self._deleted_uids) > MAX_TOMBSTONES:
+                    self._deleted_uids.popitem(last=False)
+            job_key = job_key_of(kind, last)
+            if job_key is None:
+                return None
+            if kind != JOB:
+                self._by_job[kind][job_key].discard(key)
+                if not self._by_job[kind][job_key]:
+                    del self._by_job[kind][job_key]
+            else:
+                self._edges.pop(job_key, None)
+            if kind == POD and current is not None and job_key in self._objects[JOB]:
+                # The watch may show the deletion without the annotation we set just before.
+                by_us = deleted_by_controller(obj) or deleted_by_controller(current)
+                edges = self._edges[job_key]
+                if len(edges) < MAX_EDGES_PER_JOB:
+                    edges.append(PodEdge(kind="deleted", pod=last, by_controller=by_us))
+            return job_key
+
+    def replace_all(self, kind: str, items: Iterable[WireObject]) -> set[str]:
+        """A fresh list: store every item, remove what vanished; returns the job keys touched."""
+        touched: set[str] = set()
+        with self._lock:
+            fresh = {object_key(item): item for item in items}
+            for key, old in list(self._objects[kind].items()):
+                if key not in fresh:
+                    job_key = self.remove(kind, old)
+                    if job_key:
+                        touched.add(job_key)
+            for item in fresh.values():
+                job_key = self.upsert(kind, item)
+                if job_key:
+                    touched.add(job_key)
+        return touched
+
+    # --- writes from our own API calls -------------------------------------------------------
+
+    def store_written(self, kind: str, obj: WireObject) -> None:
+        """Read-your-writes: keep the object a write returned if it is at least as new."""
+        if kind in KINDS and obj.get("metadata"):
+            self.upsert(kind, obj)
+
+    def forget_deleted(self, kind: str, namespace: str, name: str) -> None:
+        """Read-your-deletes: an object our own DELETE removed is gone before the watch says so,
+        so the next reconcile cannot act on it again (a Command executed twice)."""
+        with self._lock:
+            current = self._objects[kind].get(objectkeys.key(namespace, name))
+            if current is not None:
+                self.remove(kind, current)
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def job(self, key: str) -> WireObject | None:
+        with self._lock:
+            return self._objects[JOB].get(key)
+
+    def job_keys(self) -> list[str]:
+        with self._lock:
+            return list(self._objects[JOB])
+
+    def view(self, job_key: str) -> JobView:
+        with self._lock:
+            view = JobView(job=self._objects[JOB].get(job_key))
+            for kind, target in (
+                (POD, view.pods),
+                (PODGROUP, view.pod_groups),
+                (COMMAND, view.commands),
+                (WORKLOAD, view.workloads),
+            ):
+                store = self._objects[kind]
+                target.extend(store[k] for k in self._by_job[kind].get(job_key, ()))
+            for kind in CHILD_KINDS:
+                store = self._objects[kind]
+                view.children.extend(store[k] for k in self._by_job[kind].get(job_key, ()))
+            return view
+
+    def get(self, kind: str, key: str) -> WireObject | None:
+        with self._lock:
+            return self._objects[kind].get(key)
+
+    def priority_values(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                str(obj["metadata"]["name"]): int(obj.get("value") or 0)
+                for obj in self._objects[PRIORITY_CLASS].values()
+            }
+
+    def resource_flavors(self) -> dict[str, WireObject]:
+        """Kueue's ResourceFlavors by name (shared objects: readers must not mutate them)."""
+        with self._lock:
+            return {
+                str(obj["metadata"]["name"]): obj for obj in self._objects[RESOURCE_FLAVOR].values()
+            }
+
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return len(self._objects[kind])
+
+    # --- pod edges ---------------------------------------------------------------------------
+
+    def take_edges(self, job_key: str) -> list[PodEdge]:
+        with self._lock:
+            return self._edges.pop(job_key, [])
+
+    def return_edges(self, job_key: str, edges: list[PodEdge]) -> None:
+        """Give back edges a failed reconcile took, ahead of any that arrived meanwhile."""
+        if not edges:
+            return
+        with self._lock:
+            self._edges[job_key] = edges + self._edges.get(job_key, [])

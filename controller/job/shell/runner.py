@@ -1,0 +1,469 @@
+"""Wiring: watches → cache → work queue → N workers (observe → reconcile → apply), leader
+election, resync, health and metrics, and an orderly shutdown.
+
+Transient errors and conflicts are retried with capped backoff forever and never fail a job
+(fix 1); after repeated failures the job gets a Warning event and `state.message` names what
+keeps failing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+from controller.job.decide.followup import follow_up_needed
+from controller.job.decide.model import Observed, Plan, PlanSettings
+from controller.job.decide.plugins.ssh import needs_generated_key
+from controller.job.decide.suspension import managed_by_other
+from controller.job.shell.apply import CREATE_PARALLELISM, Applier, JobGoneError
+from controller.job.shell.cache import Cache
+from controller.job.shell.failures import FailureReports
+from controller.job.shell.observe import build_observed, pvcs_to_look_up, waits_for_admission
+from controller.job.shell.phasewatch import JobPhaseStore
+from controller.job.shell.sshkeys import generate_key_pair
+from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
+from controller.metrics import CONTROLLER, Metrics
+from controller.server import HttpEndpoints
+from controller.settings import Settings
+from kubeio.client import (
+    COMMANDS,
+    CONFIGMAPS,
+    JOBS,
+    NETWORK_POLICIES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    PVCS,
+    QUEUES,
+    RESOURCE_FLAVORS,
+    SERVICES,
+    WORKLOADS,
+    ApiClient,
+    Kube,
+    WireObject,
+    pooled_copy,
+)
+from kubeio.clock import Clock, RealClock
+from kubeio.errors import KubeError, PartialProgressError, PermanentError
+from kubeio.events import EventRecorder
+from kubeio.informer import Reflector, WatchSpec
+from kubeio.workqueue import WorkQueue
+from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
+from shared.logging import announce
+
+log = logging.getLogger(__name__)
+
+ReconcileFn = Callable[[Observed, PlanSettings], Plan]
+
+# A Queue read for a job waiting for admission serves every job of that queue this long.
+QUEUE_LOOKUP_TTL = 3.0
+# A worker that has not come back from one reconcile for this long makes /healthz fail.
+WORKER_STALL_SECONDS = 300.0
+
+WATCHES = (
+    WatchSpec(JOBS),
+    WatchSpec(PODS, JOB_NAME_KEY),
+    WatchSpec(PODGROUPS),
+    WatchSpec(COMMANDS),
+    WatchSpec(SERVICES, JOB_NAME_KEY),
+    WatchSpec(CONFIGMAPS, JOB_NAME_KEY),
+    WatchSpec(NETWORK_POLICIES, JOB_NAME_KEY),
+    WatchSpec(PVCS, JOB_NAME_KEY),
+    WatchSpec(PRIORITY_CLASSES),
+)
+# Kueue's objects (settings.kueue): a cluster without Kueue does not serve them and the watches
+# idle, looking again now and then.
+KUEUE_WATCHES = (WatchSpec(WORKLOADS), WatchSpec(RESOURCE_FLAVORS))
+
+
+def load_planner() -> ReconcileFn:
+    """`controller.job.decide.plan.reconcile`, imported when the controller starts."""
+    module = importlib.import_module("controller.job.decide.plan")
+    reconcile: ReconcileFn = module.reconcile
+    return reconcile
+
+
+@dataclass
+class _Memory:
+    uid: str
+    data: dict[str, Any]
+
+
+class Controller:
+    def __init__(
+        self,
+        settings: Settings,
+        api_client: ApiClient,
+        *,
+        reconcile: ReconcileFn | None = None,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+        kube: Kube | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock: Clock = clock or RealClock()
+        self.metrics = metrics or Metrics()
+        self._owns_client = kube is None
+        if kube is None:
+            # Our own pool: the watches (the job controller's ten, the queue, CronJob and PodGroup
+            # controllers' eleven) hold a connection each, plus workers and parallel creates.
+            api_client = pooled_copy(api_client, 24 + settings.workers + 2 * CREATE_PARALLELISM)
+            kube = Kube(
+                api_client,
+                qps=settings.qps,
+                burst=settings.burst,
+                request_timeout=settings.request_timeout,
+            )
+        self.api_client = api_client
+        self.kube = kube
+        self.cache = Cache()
+        self.queue = WorkQueue(clock=self.clock, hooks=self.metrics.queue_hooks())
+        self.recorder = EventRecorder(self.kube, settings.identity, self.clock, asynchronous=True)
+        self.applier = Applier(self.kube, self.cache, self.recorder, self.metrics)
+        self.failures = FailureReports(
+            self.kube, self.cache, self.recorder, settings.failures_before_warning
+        )
+        self._reconcile = reconcile or load_planner()
+        self._plan_settings = settings.plan_settings()
+        self._memory: dict[str, _Memory] = {}
+        self._memory_lock = threading.Lock()
+        # Queues read for jobs waiting for admission: name -> (monotonic time read, Queue or None).
+        self._queues: dict[str, tuple[float, WireObject | None]] = {}
+        self._watch_stop = threading.Event()
+        self._leader_stop = threading.Event()
+        self._pending_listeners: list[Callable[[], None]] = []
+        self.reflectors = [
+            Reflector(
+                self.kube,
+                spec,
+                JobPhaseStore(self.cache, self._pending_listeners)
+                if spec.resource is JOBS
+                else self.cache,
+                self._enqueue_all,
+                self._watch_stop,
+            )
+            for spec in (*WATCHES, *(KUEUE_WATCHES if settings.kueue else ()))
+        ]
+        self.elector: LeaderElector | None = None
+        if settings.leader_elect:
+            self.elector = LeaderElector(
+                KubeLeaseApi(self.kube),
+                LeaderConfig(
+                    namespace=settings.lease_namespace,
+                    name=settings.lease_name,
+                    identity=settings.identity,
+                    lease_duration=settings.lease_duration,
+                    renew_deadline=settings.renew_deadline,
+                    retry_period=settings.retry_period,
+                ),
+                self.clock,
+                on_started_leading=self._on_started_leading,
+                on_stopped_leading=self._on_stopped_leading,
+            )
+        self._workers: list[threading.Thread] = []
+        self._busy_since: dict[str, float] = {}
+        self._threads: list[threading.Thread] = []
+        self.endpoints: HttpEndpoints | None = None
+        self.reconciles = 0
+
+    # --- leadership ----------------------------------------------------------------------------
+
+    def on_job_pending(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (from the Job watch's thread: it must not block) whenever a job turns
+        Pending."""
+        self._pending_listeners.append(listener)
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def _on_started_leading(self) -> None:
+        self.metrics.is_leader.labels(CONTROLLER).set(1)
+        self._enqueue_all(self.cache.job_keys())
+
+    def _on_stopped_leading(self) -> None:
+        self.metrics.is_leader.labels(CONTROLLER).set(0)
+        with self._memory_lock:
+            self._memory.clear()
+
+    # --- health --------------------------------------------------------------------------------
+
+    def healthz(self) -> tuple[bool, str]:
+        dead = [r.kind for r in self.reflectors if not r.alive()]
+        if dead:
+            return False, f"watches stopped: {', '.join(dead)}"
+        if not all(w.is_alive() for w in self._workers):
+            return False, "a worker thread stopped"
+        now = time.monotonic()
+        stalled = [
+            n for n, since in list(self._busy_since.items()) if now - since > WORKER_STALL_SECONDS
+        ]
+        if stalled:
+            return False, f"workers stalled: {', '.join(stalled)}"
+        return True, ""
+
+    def readyz(self) -> tuple[bool, str]:
+        waiting = [r.kind for r in self.reflectors if not r.synced]
+        if waiting:
+            return False, f"caches not synced: {', '.join(waiting)}"
+        return True, ""
+
+    def _caches_synced(self) -> bool:
+        return all(r.synced for r in self.reflectors)
+
+    def wait_synced(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        return all(r.wait_synced(max(0.0, deadline - time.monotonic())) for r in self.reflectors)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start servers, watches, leader election, workers and the resync timer."""
+        s = self.settings
+        if s.health_port is not None or s.metrics_port is not None:
+            self.endpoints = HttpEndpoints(
+                s.bind_address,
+                s.health_port,
+                s.metrics_port,
+                self.healthz,
+                self.readyz,
+                self.metrics.registry,
+            )
+            self.endpoints.start()
+            health, metrics = self.endpoints.health_port, self.endpoints.metrics_port
+            # Logged at any level: with port 0 the log is where tools find the ports.
+            announce(
+                log,
+                f"controller health port {health} metrics port {metrics}",
+                health_port=health,
+                metrics_port=metrics,
+            )
+        for reflector in self.reflectors:
+            reflector.start()
+        if self.elector is not None:
+            elector = self.elector
+            self._spawn("leader", lambda: elector.run(self._leader_stop))
+        else:
+            self.metrics.is_leader.labels(CONTROLLER).set(1)
+        for i in range(s.workers):
+            thread = threading.Thread(
+                target=self._work, args=(f"worker-{i}",), name=f"worker-{i}", daemon=True
+            )
+            thread.start()
+            self._workers.append(thread)
+        self._spawn("resync", self._resync_loop)
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def run(self, stop: threading.Event) -> None:
+        """Run until `stop` is set, then shut down in order."""
+        self.start()
+        stop.wait()
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        """Stop watches, drain the queue with a deadline, release the Lease."""
+        log.info("shutting down")
+        self._watch_stop.set()
+        for reflector in self.reflectors:
+            reflector.close()
+        self.queue.shutdown(drain=True)
+        deadline = time.monotonic() + self.settings.drain_timeout
+        for worker in self._workers:
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._leader_stop.set()
+        for thread in self._threads:
+            thread.join(timeout=max(0.5, deadline - time.monotonic()))
+        if self.elector is not None:
+            self.elector.release()
+        self.applier.close()
+        self.recorder.close(timeout=max(0.5, deadline - time.monotonic()))
+        if self.endpoints is not None:
+            self.endpoints.stop()
+        if self._owns_client:
+            self.api_client.close()  # type: ignore[no-untyped-call]
+        log.info("stopped")
+
+    def _resync_loop(self) -> None:
+        """Every period, reconcile every job once, spread evenly over the period so the
+        workers see a steady trickle instead of every job at the same instant."""
+        period = self.settings.resync_period
+        while not self._watch_stop.wait(period):
+            keys = self.cache.job_keys()
+            step = period / max(1, len(keys))
+            for i, key in enumerate(keys):
+                self.queue.add_after(key, i * step)
+
+    def _enqueue_all(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self.queue.add(key)
+
+    # --- workers -------------------------------------------------------------------------------
+
+    def _work(self, name: str) -> None:
+        # Like client-go's WaitForCacheSync: a job observed before every cache listed would
+        # look as if its pods were gone.
+        while not self._caches_synced():
+            if self.queue.shutting_down:
+                return
+            time.sleep(0.05)
+        while True:
+            key = self.queue.get(timeout=0.5)
+            if key is None:
+                if self.queue.shutting_down:
+                    return
+                continue
+            self._busy_since[name] = time.monotonic()
+            try:
+                if self.is_leader():
+                    self.process(key)
+            finally:
+                self._busy_since.pop(name, None)
+                self.queue.done(key)
+
+    def process(self, key: str) -> None:
+        """One reconcile of one key with its retry bookkeeping (the queue holds the key)."""
+        started = time.monotonic()
+        result = "success"
+        try:
+            requeue_after, again = self.sync(key)
+            self.queue.forget(key)
+            if again:
+                self.queue.add(key)
+            elif requeue_after is not None:
+                result = "requeue_after"
+                self.queue.add_after(key, requeue_after.total_seconds())
+        except PermanentError as exc:
+            # Retrying the same request cannot help: no backoff loop. The Job's or the failing
+            # input's next change (a watch event) brings the key back.
+            result = "error"
+            self.metrics.reconcile_errors.labels(CONTROLLER).inc()
+            self.queue.forget(key)
+            log.warning("reconcile failed permanently", extra={"job": key, "error": str(exc)})
+            self.failures.permanent(key, exc)
+        except Exception as exc:
+            result = "error"
+            self.metrics.reconcile_errors.labels(CONTROLLER).inc()
+            if isinstance(exc, PartialProgressError):
+                # The plan is getting through, just not all at once: no growing backoff.
+                self.queue.forget(key)
+            failures = self.queue.num_requeues(key) + 1
+            self.queue.add_rate_limited(key)
+            if isinstance(exc, KubeError):
+                log.warning(
+                    "reconcile failed, retrying",
+                    extra={"job": key, "error": str(exc), "failures": failures},
+                )
+            else:
+                log.exception(
+                    "reconcile crashed, retrying", extra={"job": key, "failures": failures}
+                )
+            self.failures.repeated(key, failures, exc)
+        finally:
+            self.reconciles += 1
+            self.metrics.reconcile_total.labels(CONTROLLER, result).inc()
+            self.metrics.reconcile_time.labels(CONTROLLER).observe(time.monotonic() - started)
+
+    def sync(self, key: str) -> tuple[timedelta | None, bool]:
+        """One reconcile; returns the plan's requeue delay and whether objects were written
+        (then the job is reconciled again at once: our own watch echoes do not trigger it)."""
+        view = self.cache.view(key)
+        job = view.job
+        if job is not None and managed_by_other(job):
+            # spec.managedBy names another controller: its status and children are not ours.
+            self.cache.take_edges(key)
+            return None, False
+        if job is None or job["metadata"].get("deletionTimestamp"):
+            # Deleted: the garbage collector removes the children through ownerReferences.
+            with self._memory_lock:
+                self._memory.pop(key, None)
+            self.cache.take_edges(key)
+            if job is None:
+                self.metrics.volcano_jobs.forget(key)
+            if job is None and view.commands:
+                self._delete_orphan_commands(key, view.commands)
+            return None, False
+        uid = str(job["metadata"].get("uid") or "")
+        with self._memory_lock:
+            remembered = self._memory.get(key)
+        memory = remembered.data if remembered is not None and remembered.uid == uid else None
+        edges = self.cache.take_edges(key)
+        try:
+            looked_up = {
+                name: self.kube.get_or_none(PVCS, job["metadata"]["namespace"], name)
+                for name in pvcs_to_look_up(job, view)
+            }
+            observed = build_observed(
+                view,
+                now=self.clock.now(),
+                edges=edges,
+                memory=memory,
+                priority_values=self.cache.priority_values(),
+                looked_up_pvcs=looked_up,
+                resource_flavors=self.cache.resource_flavors(),
+            )
+            if observed is None:
+                return None, False
+            if waits_for_admission(job, observed.pod_group):
+                queue_name = str(job.get("spec", {}).get("queue") or DEFAULT_QUEUE)
+                queue_read = self._look_up_queue(key, queue_name)
+                if queue_read is not None:
+                    observed = replace(observed, queue=queue_read[0], queue_looked_up=True)
+            if needs_generated_key(observed.job, observed.children, observed.memory):
+                fresh = generate_key_pair(self._plan_settings.ssh_key_type)
+                observed = replace(observed, ssh_key=fresh)
+            plan = self._reconcile(observed, self._plan_settings)
+            if plan.guard_uid is None:
+                plan.guard_uid = uid
+            result = self.applier.apply(job, plan)
+        except JobGoneError as gone:
+            log.info("job gone while applying", extra={"job": key, "detail": str(gone)})
+            return None, False
+        except BaseException:
+            self.cache.return_edges(key, edges)
+            raise
+        with self._memory_lock:
+            self._memory[key] = _Memory(uid, plan.memory)
+        # A written phase is a decision whose effects the next reconcile carries out: go on at
+        # once (the watch echo of our own status write does not enqueue the job again).
+        return plan.requeue_after, follow_up_needed(job, plan, result.objects_written)
+
+    def _look_up_queue(self, key: str, name: str) -> tuple[WireObject | None] | None:
+        """The Queue `name` (None inside: it does not exist), read at most once per
+        `QUEUE_LOOKUP_TTL` for all the jobs waiting in it; None when it cannot be read."""
+        now = self.clock.monotonic()
+        with self._memory_lock:
+            cached = self._queues.get(name)
+        if cached is not None and now - cached[0] < QUEUE_LOOKUP_TTL:
+            return (cached[1],)
+        try:
+            queue = self.kube.get_or_none(QUEUES, None, name)
+        except KubeError as exc:  # e.g. no Queue CRD: the reason is only less precise
+            log.info("queue not readable", extra={"job": key, "error": str(exc)})
+            return None
+        with self._memory_lock:
+            self._queues[name] = (now, queue)
+        return (queue,)
+
+    def _delete_orphan_commands(self, key: str, commands: list[dict[str, Any]]) -> None:
+        """Commands whose Job does not exist can never run: delete them. The cache may lag
+        behind a Job just created, so the API decides whether the Job exists."""
+        namespace, _, name = key.partition("/")
+        if self.kube.get_or_none(JOBS, namespace, name) is not None:
+            return
+        for command in commands:
+            meta = command.get("metadata") or {}
+            self.kube.delete(COMMANDS, namespace, str(meta.get("name")), uid=meta.get("uid"))
+            self.cache.forget_deleted("Command", namespace, str(meta.get("name")))
+            log.info(
+                "command deleted: its job does not exist",
+                extra={"job": key, "command": meta.get("name"), "action": command.get("action")},
+            )

@@ -1,0 +1,246 @@
+"""The JobFlow controller's I/O: informers for JobFlows, JobTemplates and Jobs, one work queue
+(keys `flow/<ns>/<name>` and `template/<ns>/<name>`), the probes `plan.probes_to_run` asks for,
+and the writes `plan.plan` decides. It runs inside the `vcjob controller` process and acts only
+while that process holds the leader Lease."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from controller.jobflow.decide.plan import FlowPlan, plan, probes_to_run, template_status
+from controller.jobflow.shell.probes import run_probes
+from controller.keyworkers import KeyWorkers
+from controller.objectstore import Informer, WireObject, key_of
+from kubeio.client import JOBS, PODS, Kube, Resource
+from kubeio.clock import Clock, RealClock
+from kubeio.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
+from kubeio.events import EventRecorder
+from shared import labels, objectkeys
+from shared.models.flow import (
+    CREATED_BY_JOBTEMPLATE,
+    FLOW_GROUP,
+    FLOW_VERSION,
+    JOBFLOW_KIND,
+    JOBTEMPLATE_KIND,
+)
+
+log = logging.getLogger(__name__)
+
+JOBFLOWS: Final = Resource(FLOW_GROUP, FLOW_VERSION, "jobflows", JOBFLOW_KIND)
+JOBTEMPLATES: Final = Resource(FLOW_GROUP, FLOW_VERSION, "jobtemplates", JOBTEMPLATE_KIND)
+FLOW_PREFIX: Final = "flow/"
+TEMPLATE_PREFIX: Final = "template/"
+MAX_REQUEUES: Final = 15
+
+
+def flow_of(job: WireObject) -> str | None:
+    """The key of the JobFlow controlling the Job, if one does."""
+    meta = job.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == JOBFLOW_KIND:
+            return f"{meta.get('namespace')}/{ref.get('name')}"
+    return None
+
+
+def template_of(job: WireObject) -> str | None:
+    """The key of the JobTemplate the Job was made from (`<namespace>.<name>` in its
+    annotation: a namespace has no dots, so the first one splits)."""
+    mark = ((job.get("metadata") or {}).get("annotations") or {}).get(CREATED_BY_JOBTEMPLATE)
+    if not isinstance(mark, str) or "." not in mark:
+        return None
+    namespace, name = mark.split(".", 1)
+    return objectkeys.key(namespace, name)
+
+
+def _meta(obj: WireObject) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+class JobFlowController(KeyWorkers):
+    thread_prefix = "jobflow"
+
+    def __init__(
+        self,
+        kube: Kube,
+        recorder: EventRecorder,
+        is_leader: Callable[[], bool],
+        *,
+        clock: Clock | None = None,
+        workers: int = 2,
+    ) -> None:
+        super().__init__(is_leader, workers)
+        self.kube = kube
+        self.recorder = recorder
+        self.clock: Clock = clock or RealClock()
+        self.flows = Informer(kube, JOBFLOWS, self._on_flow, self._stop)
+        self.templates = Informer(kube, JOBTEMPLATES, self._on_template, self._stop)
+        self.jobs = Informer(kube, JOBS, self._on_job, self._stop)
+
+    # --- events -> keys --------------------------------------------------------------------
+
+    def _on_flow(self, old: WireObject | None, new: WireObject | None) -> None:
+        self.queue.add(FLOW_PREFIX + key_of(new or old or {}))
+
+    def _on_template(self, old: WireObject | None, new: WireObject | None) -> None:
+        template = new or old or {}
+        self.queue.add(TEMPLATE_PREFIX + key_of(template))
+        # A flow waiting for this template goes on at once.
+        namespace, name = _meta(template).get("namespace"), _meta(template).get("name")
+        for flow in self.flows.items():
+            flows = (flow.get("spec") or {}).get("flows") or []
+            if _meta(flow).get("namespace") == namespace and any(
+                isinstance(f, dict) and f.get("name") == name for f in flows
+            ):
+                self.queue.add(FLOW_PREFIX + key_of(flow))
+
+    def _on_job(self, old: WireObject | None, new: WireObject | None) -> None:
+        for job in (old, new):
+            if job is None:
+                continue
+            flow = flow_of(job)
+            if flow is not None:
+                self.queue.add(FLOW_PREFIX + flow)
+            template = template_of(job)
+            if template is not None:
+                self.queue.add(TEMPLATE_PREFIX + template)
+
+    # --- KeyWorkers ------------------------------------------------------------------------
+
+    def informers(self) -> list[Informer]:
+        return [self.flows, self.templates, self.jobs]
+
+    def resync_keys(self) -> Iterable[str]:
+        return [FLOW_PREFIX + key_of(flow) for flow in self.flows.items()] + [
+            TEMPLATE_PREFIX + key_of(t) for t in self.templates.items()
+        ]
+
+    def handle(self, key: str) -> float | None:
+        if key.startswith(TEMPLATE_PREFIX):
+            self.sync_template(key[len(TEMPLATE_PREFIX) :])
+            return None
+        return self.sync_flow(key[len(FLOW_PREFIX) :])
+
+    def failed(self, key: str, exc: Exception) -> None:
+        failures = self.queue.num_requeues(key) + 1
+        if isinstance(exc, KubeError):
+            log.warning("jobflow sync failed", extra={"key": key, "error": str(exc)})
+        else:
+            log.exception("jobflow sync crashed", extra={"key": key})
+        if failures <= MAX_REQUEUES or isinstance(exc, ConflictError):
+            self.queue.add_rate_limited(key)
+        else:
+            # The next change of the flow, a template or a Job brings it back.
+            self.queue.forget(key)
+
+    def healthy(self) -> bool:
+        return all(informer.alive() for informer in self.informers())
+
+    # --- one flow --------------------------------------------------------------------------
+
+    def _jobs_of(self, flow: WireObject) -> list[WireObject]:
+        meta = _meta(flow)
+        uid, namespace = meta.get("uid"), meta.get("namespace")
+        out = []
+        for job in self.jobs.items():
+            job_meta = _meta(job)
+            if job_meta.get("namespace") != namespace:
+                continue
+            refs = job_meta.get("ownerReferences") or []
+            if any(r.get("controller") and r.get("uid") == uid for r in refs):
+                out.append(job)
+        return out
+
+    def _templates_in(self, namespace: str) -> dict[str, WireObject]:
+        return {
+            str(_meta(t).get("name")): t
+            for t in self.templates.items()
+            if _meta(t).get("namespace") == namespace
+        }
+
+    def _pods_of(self, namespace: str, job_names: set[str]) -> dict[str, list[WireObject]]:
+        pods: dict[str, list[WireObject]] = {name: [] for name in job_names}
+        for name in job_names:
+            items, _ = self.kube.list(PODS, label_selector=f"{labels.JOB_NAME_KEY}={name}")
+            pods[name] = [p for p in items if _meta(p).get("namespace") == namespace]
+        return pods
+
+    def sync_flow(self, key: str) -> float | None:
+        raw = self.flows.get(key)
+        if raw is None or _meta(raw).get("deletionTimestamp"):
+            return None
+        raw.setdefault("kind", JOBFLOW_KIND)
+        namespace = str(_meta(raw).get("namespace"))
+        jobs = self._jobs_of(raw)
+        checks = probes_to_run(raw, jobs)
+        outcomes = {}
+        if checks:
+            by_name = {str(_meta(j).get("name")): j for j in jobs}
+            pods = self._pods_of(namespace, {c.target_job for c in checks})
+            outcomes = run_probes(checks, by_name, pods)
+        decided = plan(raw, self._templates_in(namespace), jobs, outcomes, self.clock.now())
+        for event in decided.events:
+            self.recorder.record(raw, event.type, event.reason, event.message)
+        self._create(raw, decided)
+        self._delete(raw, decided)
+        self._write_flow_status(raw, decided)
+        return None if decided.requeue_after is None else decided.requeue_after.total_seconds()
+
+    def _create(self, raw: WireObject, decided: FlowPlan) -> None:
+        namespace = str(_meta(raw).get("namespace"))
+        for job in decided.create:
+            name = job["metadata"]["name"]
+            try:
+                created = self.kube.create(JOBS, namespace, job)
+            except AlreadyExistsError:
+                existing = self.kube.get_or_none(JOBS, namespace, name)
+                if existing is not None and flow_of(existing) != key_of(raw):
+                    self.recorder.record(
+                        raw, "Warning", "ForeignJob", f"job {name} exists and is not this flow's"
+                    )
+                continue
+            except KubeError as exc:
+                self.recorder.record(raw, "Warning", "FailedCreate", f"create job {name}: {exc}")
+                raise
+            created.setdefault("kind", labels.JOB_KIND)
+            self.jobs.put(created)
+            self.recorder.record(raw, "Normal", "Created", f"create a job named {name}!")
+
+    def _delete(self, raw: WireObject, decided: FlowPlan) -> None:
+        namespace = str(_meta(raw).get("namespace"))
+        for name in decided.delete:
+            self.kube.delete(JOBS, namespace, name, propagation="Background")
+            self.recorder.record(
+                raw, "Normal", "Deleted", f"deleted job {name} (jobRetainPolicy delete)"
+            )
+
+    def _write_flow_status(self, raw: WireObject, decided: FlowPlan) -> None:
+        if (raw.get("status") or {}) == decided.status:
+            return
+        body = copy.deepcopy(raw)
+        body["status"] = decided.status
+        try:
+            written = self.kube.replace_status(JOBFLOWS, str(_meta(raw).get("namespace")), body)
+        except NotFoundError:
+            return
+        self.flows.put(written)
+
+    # --- one template ----------------------------------------------------------------------
+
+    def sync_template(self, key: str) -> None:
+        raw = self.templates.get(key)
+        if raw is None or _meta(raw).get("deletionTimestamp"):
+            return
+        wanted = template_status(raw, self.jobs.items())
+        if (raw.get("status") or {}) == wanted:
+            return
+        body = copy.deepcopy(raw)
+        body["status"] = wanted
+        try:
+            written = self.kube.replace_status(JOBTEMPLATES, str(_meta(raw).get("namespace")), body)
+        except NotFoundError:
+            return
+        self.templates.put(written)

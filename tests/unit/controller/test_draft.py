@@ -1,0 +1,94 @@
+"""`controller.job.decide.draft`: the steps every concern of the planner shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from builders import job, observe, pod_group_of, pod_of
+
+from controller.job.decide import draft
+from controller.job.decide.model import PlanSettings, PodEdge
+from shared.models import JobPhase
+
+
+def start(j: dict[str, Any], pods: list[dict[str, Any]] | None = None, **kw: Any) -> Any:
+    return draft.start(observe(j, pods or [], **kw), PlanSettings())
+
+
+@pytest.mark.parametrize(
+    ("status_phase", "moves", "written", "events"),
+    [
+        # a new job: its first event names where it starts
+        (None, [JobPhase.PENDING], [True], ["job phase Pending: m"]),
+        ("Pending", [JobPhase.RUNNING], [True], ["job phase Pending -> Running: m"]),
+        # one phase per status write: the second change waits for the next reconcile
+        (
+            "Pending",
+            [JobPhase.RUNNING, JobPhase.FAILED],
+            [True, False],
+            ["job phase Pending -> Running: m"],
+        ),
+        # the same phase only updates the reason and message
+        ("Running", [JobPhase.RUNNING], [True], []),
+    ],
+)
+def test_set_phase(
+    status_phase: str | None, moves: list[JobPhase], written: list[bool], events: list[str]
+) -> None:
+    b = job().task("w", 1)
+    if status_phase is not None:
+        b = b.phase(status_phase)
+    r, d = start(b.build())
+    assert [draft.set_phase(r, d, to, "R", "m") for to in moves] == written
+    assert [e.message for e in d.plan.events] == events
+    assert d.status.phase == moves[0]
+    assert (d.requeue == [draft.FOLLOW_UP]) is (False in written)
+
+
+def test_kill_marks_then_deletes_each_pod_once() -> None:
+    j = job().task("w", 3).phase("Running").build()
+    pods = [pod_of(j, "w", 0), pod_of(j, "w", 1, deleting=True), pod_of(j, "w", 2)]
+    r, d = start(j, pods)
+    draft.kill(r, d, pods)
+    draft.kill(r, d, pods[:1])
+    assert [ref.name for ref in d.plan.annotate_out_of_sync] == ["j-w-0", "j-w-2"]
+    assert [ref.name for ref in d.plan.delete] == ["j-w-0", "j-w-2"]
+    assert d.deleting == {"j-w-0", "j-w-2"}
+
+
+def test_a_deleted_pod_group_is_remembered_so_a_stale_copy_never_counts() -> None:
+    j = job().task("w", 1).phase("Running").build()
+    pg = pod_group_of(j)
+    r, d = start(j, pod_group=pg)
+    draft.delete_pod_group(r, d)
+    assert [ref.kind for ref in d.plan.delete] == ["PodGroup"]
+    assert d.memory["deletedPodGroupUid"] == "pg-uid-1"
+    # the next round still sees it in the cache: not deleted again, and not usable
+    r, d = draft.start(observe(j, [], pod_group=pg, memory=dict(d.memory)), PlanSettings())
+    assert draft.pod_group_usable(r, d) is None
+    draft.delete_pod_group(r, d)
+    assert d.plan.delete == []
+
+
+def test_a_succeeded_pod_deleted_before_the_status_recorded_it_still_counts() -> None:
+    j = job().task("w", 2).phase("Running").build()
+    gone = pod_of(j, "w", 0, phase="Succeeded", exit_code=0)
+    r, d = start(j, [pod_of(j, "w", 1)], pod_edges=[PodEdge("deleted", gone, False)])
+    assert draft.succeeded_now(r, d) == {"w": {0}}
+    assert draft.slots(r, d) == (False, 1)
+
+
+@pytest.mark.parametrize(
+    ("phases", "counts"),
+    [
+        (["Running", "Pending"], (1, 1, 0)),
+        (["Running", "Succeeded"], (1, 0, 1)),
+        ([], (0, 0, 0)),
+    ],
+)
+def test_tally(phases: list[str], counts: tuple[int, int, int]) -> None:
+    j = job().task("w", 2).phase("Running").build()
+    r, d = start(j, [pod_of(j, "w", i, phase=p) for i, p in enumerate(phases)])
+    t = draft.tally(r, d)
+    assert (t.running, t.pending, t.succeeded) == counts

@@ -1,0 +1,60 @@
+"""`controller.job.decide.outcome`: the status write, the memory and when to look again."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from builders import T0, job, observe, pod_of
+
+from controller.job.decide import draft, outcome, timers
+from controller.job.decide.model import PlanSettings
+from shared.models import JobPhase, PolicyAction, PolicyEvent
+
+
+def settled() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    j = job().task("w", 1).phase("Running").build()
+    return j, [pod_of(j, "w", 0)]
+
+
+def test_an_unchanged_status_is_not_written_again() -> None:
+    j, pods = settled()
+    r, d = draft.start(observe(j, pods), PlanSettings())
+    outcome.finalize(r, d)
+    assert d.plan.status is not None  # the first time the counters are written
+    j2 = {**j, "status": d.plan.status}
+    r, d = draft.start(observe(j2, pods), PlanSettings())
+    outcome.finalize(r, d)
+    assert d.plan.status is None
+    assert d.plan.requeue_after is None
+
+
+def test_timers_are_remembered_and_bring_the_next_look_forward() -> None:
+    j, pods = settled()
+    r, d = draft.start(observe(j, pods), PlanSettings())
+    d.timers = {
+        "k": timers.Timer(PolicyEvent.UNKNOWN, PolicyAction.RESTART_JOB, T0 + timedelta(seconds=40))
+    }
+    outcome.finalize(r, d)
+    assert d.plan.memory["timers"]["k"]["fireAt"] == "2026-01-01T12:00:40Z"
+    assert d.plan.requeue_after == timedelta(seconds=40)
+
+
+def test_a_phase_change_is_looked_at_again_soon() -> None:
+    j, pods = settled()
+    r, d = draft.start(observe(j, pods), PlanSettings())
+    draft.set_phase(r, d, JobPhase.COMPLETING, "R", "m")
+    outcome.finalize(r, d)
+    assert d.plan.status is not None and d.plan.status["state"]["phase"] == "Completing"
+    assert d.plan.requeue_after == draft.FOLLOW_UP
+    assert "timers" not in d.plan.memory
+
+
+def test_a_job_the_queue_does_not_admit_is_looked_at_again() -> None:
+    j = job().task("w", 1).phase("Pending").build()
+    r, d = draft.start(
+        observe(j, [], queue_looked_up=True, queue={"status": {"state": "Closed"}}), PlanSettings()
+    )
+    found = outcome.blocked_reason(r, d)
+    assert found is not None and found.reason == "QueueClosed"
+    assert d.requeue == [outcome.BLOCKED_RECHECK]
