@@ -38,6 +38,7 @@ from controller.elastic_plan import (
 )
 from kubeio.client import EVENTS, JOBS, PODS, ApiClient, Kube, Resource
 from kubeio.errors import KubeError, NotFoundError, TransientError
+from kubeio.kubelike import KubeLike
 
 log = logging.getLogger("controller.elastic")
 
@@ -183,7 +184,7 @@ class ElasticLoop:
         stop: threading.Event,
         *,
         registry: CollectorRegistry | None = None,
-        kube: Kube | None = None,
+        kube: KubeLike | None = None,
         min_growth: float = 0.0,
         resize_cooldown: float = 0.0,
         min_spacing: float = DEFAULT_MIN_SPACING,

@@ -13,8 +13,9 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kubeio.client import Kube, Resource
+from kubeio.client import Resource
 from kubeio.informer import Reflector, WatchSpec
+from kubeio.kubelike import KubeLike
 
 WireObject = dict[str, Any]
 OnChange = Callable[[WireObject | None, WireObject | None], None]
@@ -30,7 +31,7 @@ def key_of(obj: WireObject) -> str:
 class Informer:
     def __init__(
         self,
-        kube: Kube,
+        kube: KubeLike,
         resource: Resource,
         on_change: OnChange,
         stop: threading.Event,

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from localcluster import testing
 from localcluster.testing import LocalCluster, running_cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -130,14 +131,7 @@ class Recorder:
     def wait_for(
         self, what: str, condition: Callable[[dict[str, Any]], bool], timeout: float
     ) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition(self.latest):
-                return
-            time.sleep(0.2)
-        raise AssertionError(
-            f"timed out after {timeout:.0f}s waiting for {what}; last: {self.latest}"
-        )
+        testing.wait_for(lambda: self.latest, condition, what, timeout, interval=0.2)
 
 
 def elastic(snapshot: dict[str, Any]) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from localcluster import testing
 from localcluster.testing import LocalCluster, running_cluster
 
 pytestmark = pytest.mark.e2e
@@ -48,14 +48,7 @@ def kubectl(cluster: LocalCluster) -> Kubectl:
 
 
 def wait_for(read: Callable[[], Any], done: Callable[[Any], bool], what: str) -> Any:
-    deadline = time.monotonic() + WAIT
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = read()
-        if done(last):
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last}")
+    return testing.wait_for(read, done, what, WAIT, interval=0.2)
 
 
 def items(kubectl: Kubectl, kind: str, selector: str) -> list[dict[str, Any]]:
