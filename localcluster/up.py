@@ -107,6 +107,9 @@ VALIDATING_CONFIG_NAME = "vcjob-validate"
 WEBHOOK_HOSTS = ("127.0.0.1", "localhost", "vcjob-webhook.vcjob-system.svc")
 STARTUP_TIMEOUT = 40.0
 STOP_DEADLINE = 8.0
+# libyaml's safe loader where PyYAML was built with it: the chart's CRDs (1.8 MB of YAML) load in
+# about a third of the pure-Python loader's time, at every cluster start.
+YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 RESTART_DELAY = 2.0
 MISSING_COMMAND_MARKERS = ("No such command", "ModuleNotFoundError", "ImportError")
 PORT_TAKEN_MARKERS = ("Address already in use", "address already in use", "Errno 98")
@@ -352,7 +355,7 @@ def load_crds(folder: Path) -> list[dict[str, Any]]:
     crds = []
     for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
         with path.open() as stream:
-            for document in yaml.safe_load_all(stream):
+            for document in yaml.load_all(stream, Loader=YAML_LOADER):
                 if not document:
                     continue
                 if document.get("kind") != "CustomResourceDefinition":
