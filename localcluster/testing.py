@@ -26,6 +26,9 @@ from typing import Any
 from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 
+from localcluster.bootstrap import MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME
+from localcluster.children import process_alive
+from localcluster.clusterdir import KUBECONFIG_FILE, LOG_DIR, read_state
 from localcluster.simulator.client import (
     MUTATING_WEBHOOKS,
     VALIDATING_WEBHOOKS,
@@ -33,14 +36,6 @@ from localcluster.simulator.client import (
     KubeClient,
 )
 from localcluster.tools import TOOLS_BIN, tool_path
-from localcluster.up import (
-    KUBECONFIG_FILE,
-    LOG_DIR,
-    MUTATING_CONFIG_NAME,
-    VALIDATING_CONFIG_NAME,
-    process_alive,
-    read_state,
-)
 
 STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0

@@ -9,22 +9,23 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from localcluster import up
+from localcluster import banner, clusterdir, up
 from localcluster.cli import local_group
-from localcluster.up import LocalControlPlane, StartupError, UpOptions
+from localcluster.clusterdir import StartupError
+from localcluster.up import LocalControlPlane, UpOptions
 
 
 def test_the_folder_lock_is_held_until_released(tmp_path: Path) -> None:
-    held = up.lock_dir(tmp_path)
+    held = clusterdir.lock_dir(tmp_path)
     with pytest.raises(StartupError, match=r"already running from .* choose another --dir"):
-        up.lock_dir(tmp_path)
+        clusterdir.lock_dir(tmp_path)
     held.close()
-    up.lock_dir(tmp_path).close()
+    clusterdir.lock_dir(tmp_path).close()
 
 
 def test_a_second_up_touches_nothing_while_the_first_starts(tmp_path: Path) -> None:
-    held = up.lock_dir(tmp_path)
-    kubeconfig = tmp_path / up.KUBECONFIG_FILE
+    held = clusterdir.lock_dir(tmp_path)
+    kubeconfig = tmp_path / clusterdir.KUBECONFIG_FILE
     kubeconfig.write_text("the first cluster's")
     plane = LocalControlPlane(UpOptions(dir=tmp_path, port=0), echo=lambda _: None)
     try:
@@ -42,8 +43,8 @@ def test_a_taken_port_suggests_port_0() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(StartupError, match=f"port {port} .* in use.*--port 0"):
-            up.check_port_free(port)
-    up.check_port_free(0)
+            clusterdir.check_port_free(port)
+    clusterdir.check_port_free(0)
 
 
 def _crds(tmp_path: Path, crds_dir: Path, echoed: list[str]) -> list[dict[str, object]]:
@@ -85,7 +86,7 @@ def test_bad_flags_are_usage_errors(args: list[str], message: str, tmp_path: Pat
     result = CliRunner().invoke(local_group, ["up", "--dir", str(tmp_path), *args])
     assert result.exit_code == 2
     assert message in result.output
-    assert not (tmp_path / up.LOCK_FILE).exists()
+    assert not (tmp_path / clusterdir.LOCK_FILE).exists()
 
 
 def test_the_banner_says_how_to_reach_the_pinned_kubectl(
@@ -99,14 +100,14 @@ def test_the_banner_says_how_to_reach_the_pinned_kubectl(
     for command in ("vcjob", "kubectl-vcjob"):
         (scripts / command).write_text("")
         (scripts / command).chmod(0o755)
-    monkeypatch.setattr(up, "TOOLS_BIN", tools)
-    monkeypatch.setattr(up.sysconfig, "get_path", lambda name: str(scripts))
+    monkeypatch.setattr(banner, "TOOLS_BIN", tools)
+    monkeypatch.setattr(banner.sysconfig, "get_path", lambda name: str(scripts))
     monkeypatch.setenv("PATH", "/usr/bin")
-    assert up.path_export_lines() == [
+    assert banner.path_export_lines() == [
         f"  export PATH={tools}:{scripts}:$PATH   # kubectl, helm, vcjob, kubectl vcjob"
     ]
     (tools / "kubectl").chmod(0o755)
     monkeypatch.setenv("PATH", str(tools))  # kubectl found, vcjob not
-    assert len(up.path_export_lines()) == 1
+    assert len(banner.path_export_lines()) == 1
     monkeypatch.setenv("PATH", f"{tools}:{scripts}")
-    assert up.path_export_lines() == []
+    assert banner.path_export_lines() == []
