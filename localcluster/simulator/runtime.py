@@ -37,7 +37,7 @@ from localcluster.simulator.images import (
     pod_runs_for_real,
 )
 from localcluster.simulator.kubelet import timestamp
-from localcluster.simulator.kubeletapi import ContainerEntry, PodEntry
+from localcluster.simulator.kubeletpods import ContainerEntry, PodEntry
 from localcluster.simulator.sandbox import Forwarder, Sandbox, dies_with_node
 
 log = logging.getLogger(__name__)
