@@ -7,11 +7,11 @@ when they exit, the way a Deployment would restart them. SIGINT or SIGTERM stops
 reverse order (terminate, wait, kill after a deadline). `<dir>/local.json` records the ports, pids
 and paths once everything is ready.
 
-This module is the orchestration: the order of the start steps, the supervision loop and the
-stop. What the steps use lives apart: the folder, its lock and `local.json` (`clusterdir`), child
-processes (`children`), waiting for readiness (`readiness`), the objects written into the cluster
-(`bootstrap`), the control plane's flags and certificates (`controlplane`), Kueue (`kueue`) and
-the banner (`banner`).
+This module is the orchestration (about 600 lines, one method per start step, in the order they
+run): the start steps, the supervision loop and the stop. What the steps use lives apart: the
+folder, its lock and `local.json` (`clusterdir`), child processes (`children`), waiting for
+readiness (`readiness`), the objects written into the cluster (`bootstrap`), the control plane's
+flags and certificates (`controlplane`), Kueue (`kueue`) and the banner (`banner`).
 """
 
 from __future__ import annotations
