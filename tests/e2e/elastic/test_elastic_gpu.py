@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -134,6 +136,15 @@ class Recorder:
         testing.wait_for(lambda: self.latest, condition, what, timeout, interval=0.2)
 
 
+def elastic_rounds(cluster: LocalCluster) -> float:
+    """The autoscaler's rounds so far, from the controller's /metrics."""
+    port = cluster.state["components"]["controller"]["metrics_port"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    match = re.search(r"^volcano_elastic_rounds_total (\S+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
 def elastic(snapshot: dict[str, Any]) -> int:
     return int(snapshot["replicas"].get("a", 0)) + int(snapshot["replicas"].get("b", 0))
 
@@ -186,8 +197,12 @@ def test_elastic_jobs_share_gpus_with_a_job_that_comes_and_goes(cluster: LocalCl
             lambda s: s["running"].get("a", 0) + s["running"].get("b", 0) == 8,
             30,
         )
-        time.sleep(3)  # three more rounds: nothing moves once the cluster is full
-        assert elastic(recorder.latest) == 8
+        # Three more rounds of the autoscaler: nothing moves once the cluster is full.
+        rounds = elastic_rounds(cluster)
+        testing.wait_until(
+            "three more elastic rounds", lambda: elastic_rounds(cluster) >= rounds + 3, 30
+        )
+        assert elastic(recorder.sample()) == 8
 
     # Never more elastic replicas than GPUs left over, never below minReplicas.
     for sample in recorder.samples:
