@@ -18,7 +18,17 @@ from localcluster.testing import LocalCluster, running_cluster
 pytestmark = pytest.mark.e2e
 
 WAIT = 60.0
-Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+
+class Kubectl:
+    """kubectl in one namespace of the test's own."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+
+    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.cluster.kubectl("-n", self.namespace, *args, check=check)
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +49,7 @@ def kubectl(cluster: LocalCluster) -> Kubectl:
     """kubectl in a namespace of this test's own."""
     namespace = f"wl-{uuid.uuid4().hex[:6]}"
     cluster.kubectl("create", "namespace", namespace)
-
-    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return cluster.kubectl("-n", namespace, *args, check=check)
-
-    run.namespace = namespace  # type: ignore[attr-defined]
-    return run
+    return Kubectl(cluster, namespace)
 
 
 def wait_for(read: Callable[[], Any], done: Callable[[Any], bool], what: str) -> Any:
@@ -188,7 +193,7 @@ def test_replica_set_pods_outlive_the_pod_runtime(kubectl: Kubectl) -> None:
 def test_helm_install_wait_of_a_created_chart(
     cluster: LocalCluster, kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    namespace: str = kubectl.namespace  # type: ignore[attr-defined]
+    namespace = kubectl.namespace
 
     def helm(*args: str) -> subprocess.CompletedProcess[str]:
         return cluster.helm(*args, home=tmp_path / "helm-home")
