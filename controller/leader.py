@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from kubeio.client import LEASES, Kube
+from kubeio.client import LEASES
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
+from kubeio.kubelike import KubeLike
 
 log = logging.getLogger(__name__)
 
@@ -203,9 +204,9 @@ class LeaderElector:
 
 
 class KubeLeaseApi:
-    """`LeaseApi` over `kubeio.client.Kube`."""
+    """`LeaseApi` over `kubeio.client.Kube` (any `KubeLike`)."""
 
-    def __init__(self, kube: Kube) -> None:
+    def __init__(self, kube: KubeLike) -> None:
         self._kube = kube
         self._res = LEASES
 

@@ -13,8 +13,9 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kubeio.client import Kube, Resource
+from kubeio.client import Resource
 from kubeio.informer import Reflector, WatchSpec
+from kubeio.kubelike import KubeLike
 from shared.objectkeys import object_key
 
 WireObject = dict[str, Any]
@@ -27,7 +28,7 @@ key_of = object_key
 class Informer:
     def __init__(
         self,
-        kube: Kube,
+        kube: KubeLike,
         resource: Resource,
         on_change: OnChange,
         stop: threading.Event,

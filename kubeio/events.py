@@ -14,9 +14,10 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
-from kubeio.client import EVENTS, Kube
+from kubeio.client import EVENTS
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import KubeError, NotFoundError
+from kubeio.kubelike import KubeLike
 from shared.rfc3339 import format_time
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ class EventRecorder:
 
     def __init__(
         self,
-        kube: Kube,
+        kube: KubeLike,
         instance: str,
         clock: Clock | None = None,
         *,

@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kubeio.client import Kube, Resource
+from kubeio.client import Resource
 from kubeio.errors import KubeError, NotFoundError
+from kubeio.kubelike import KubeLike
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ class _GoneError(Exception):
 class Reflector:
     def __init__(
         self,
-        kube: Kube,
+        kube: KubeLike,
         spec: WatchSpec,
         cache: Store,
         enqueue: Callable[[Iterable[str]], None],

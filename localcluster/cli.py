@@ -7,9 +7,11 @@ from pathlib import Path
 
 import click
 
+from localcluster.bootstrap import DEFAULT_CRDS_DIR
+from localcluster.clusterdir import KUBECONFIG_FILE
 from localcluster.simulator.images import parse_image_mapping
 from localcluster.simulator.nodes import NodeShape
-from localcluster.up import DEFAULT_CRDS_DIR, KUBECONFIG_FILE, LocalControlPlane, UpOptions
+from localcluster.up import LocalControlPlane, UpOptions
 from shared import quantity
 from shared.duration import parse_duration
 from shared.logging import LOG_FORMAT_CHOICES, configure_logging

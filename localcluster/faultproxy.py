@@ -16,6 +16,11 @@ stream back chunk by chunk, so watches and followed logs arrive as they happen. 
 `Connection: Upgrade` (exec, attach, port-forward) become raw byte tunnels and are never faulted.
 What fails, and how, is decided in `localcluster.faults`; each injected fault is logged at INFO
 with `kind`, `method` and `path`.
+
+It stays one module of about 800 lines: most of it is `ClientSession`, one state machine over one
+client connection and its upstream (h11 on both sides, the fault chosen per request changing
+what is read, forwarded and answered), whose steps share that state; the pure parts (which fault
+and how, in `faults`; the header rules, in `proxyheaders`) are apart already.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import signal
 import ssl
 import tempfile
 import threading
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
@@ -40,6 +45,13 @@ import h11
 
 from localcluster import faults
 from localcluster.faults import FaultAnswer, FaultKind, FaultPicker, WatchCut, WatchFraming
+from localcluster.proxyheaders import (
+    Headers,
+    downstream_response_headers,
+    header,
+    request_has_body,
+    upstream_request_headers,
+)
 from shared.logging import LOG_FORMAT_CHOICES, announce, configure_logging
 
 log = logging.getLogger(__name__)
@@ -60,76 +72,7 @@ MAX_READ_AHEAD: Final = 1024 * 1024
 START_TIMEOUT: Final = 10.0
 STOP_TIMEOUT: Final = 10.0
 
-HOP_BY_HOP: Final = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-    }
-)
-
-Headers = list[tuple[bytes, bytes]]
 T = TypeVar("T")
-
-
-# -- header rules (pure) ----------------------------------------------------------------------
-
-
-def _connection_tokens(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
-    """Header names listed in `Connection`, which are hop-by-hop for this message."""
-    tokens: set[bytes] = set()
-    for name, value in headers:
-        if name.lower() == b"connection":
-            tokens.update(t.strip().lower() for t in value.split(b",") if t.strip())
-    return tokens
-
-
-def upstream_request_headers(
-    headers: Sequence[tuple[bytes, bytes]],
-    authority: bytes,
-    body_length: int | None,
-    upgrade: bool = False,
-) -> Headers:
-    """The request's headers as sent to kube-apiserver: `Host` names the upstream, hop-by-hop
-    headers go (but `Connection`/`Upgrade` stay on an upgrade), and the body, read whole, gets
-    its own `Content-Length` (`body_length=None`: the request had no body framing at all)."""
-    dropped = HOP_BY_HOP | _connection_tokens(headers) | {b"host", b"content-length", b"expect"}
-    kept: Headers = [(b"Host", authority)]
-    for name, value in headers:
-        lower = name.lower()
-        switching = upgrade and lower in (b"connection", b"upgrade")
-        if switching or lower not in dropped:
-            kept.append((name, value))
-    if body_length is not None:
-        kept.append((b"Content-Length", str(body_length).encode()))
-    return kept
-
-
-def downstream_response_headers(headers: Sequence[tuple[bytes, bytes]]) -> Headers:
-    """kube-apiserver's response headers as sent to the client: hop-by-hop headers go, and a
-    `Content-Length` stays only when the body was not chunked (the client's framing is redone)."""
-    chunked = any(name.lower() == b"transfer-encoding" for name, _ in headers)
-    dropped = HOP_BY_HOP | _connection_tokens(headers)
-    if chunked:
-        dropped = dropped | {b"content-length"}
-    return [(name, value) for name, value in headers if name.lower() not in dropped]
-
-
-def _request_has_body(headers: Sequence[tuple[bytes, bytes]]) -> bool:
-    return any(name.lower() in (b"content-length", b"transfer-encoding") for name, _ in headers)
-
-
-def _header(headers: Sequence[tuple[bytes, bytes]], wanted: bytes) -> str:
-    for name, value in headers:
-        if name.lower() == wanted:
-            return value.decode("latin-1")
-    return ""
 
 
 # -- configuration ----------------------------------------------------------------------------
@@ -329,7 +272,7 @@ class ClientSession:
         if upgrade:
             await self._tunnel(request, raw_headers)
             return False
-        body_length = len(body) if _request_has_body(raw_headers) else None
+        body_length = len(body) if request_has_body(raw_headers) else None
         outgoing = h11.Request(
             method=request.method,
             target=request.target,
@@ -402,7 +345,7 @@ class ClientSession:
         )
         framing = None
         if cut is not None and response.status_code == 200:
-            framing = WatchFraming.for_content_type(_header(raw_headers, b"content-type"))
+            framing = WatchFraming.for_content_type(header(raw_headers, b"content-type"))
         relay = asyncio.create_task(self._relay_body(upstream, cut, framing))
         gone = asyncio.create_task(self._until_client_closes())
         try:

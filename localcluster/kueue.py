@@ -16,6 +16,7 @@ from typing import Any, Final
 import yaml
 
 from localcluster import kueuebin
+from localcluster.bootstrap import YAML_LOADER
 
 # Kueue's name for vcjob's Job among its external frameworks: Kind.version.group.
 EXTERNAL_FRAMEWORK: Final = "Job.v1alpha1.batch.volcano.sh"
@@ -103,7 +104,7 @@ def crds(webhook_port: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in kueuebin.crd_files():
         with path.open() as stream:
-            for crd in (d for d in yaml.safe_load_all(stream) if d):
+            for crd in (d for d in yaml.load_all(stream, Loader=YAML_LOADER) if d):
                 patch = module / PATCHES / f"webhook_in_{crd['spec']['names']['plural']}.yaml"
                 if patch.is_file():
                     conversion = yaml.safe_load(patch.read_text())["spec"]["conversion"]

@@ -26,6 +26,9 @@ from typing import Any
 from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 
+from localcluster.bootstrap import MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME
+from localcluster.children import process_alive
+from localcluster.clusterdir import KUBECONFIG_FILE, LOG_DIR, read_state
 from localcluster.simulator.client import (
     MUTATING_WEBHOOKS,
     VALIDATING_WEBHOOKS,
@@ -33,14 +36,6 @@ from localcluster.simulator.client import (
     KubeClient,
 )
 from localcluster.tools import TOOLS_BIN, tool_path
-from localcluster.up import (
-    KUBECONFIG_FILE,
-    LOG_DIR,
-    MUTATING_CONFIG_NAME,
-    VALIDATING_CONFIG_NAME,
-    process_alive,
-    read_state,
-)
 
 STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
@@ -299,19 +294,36 @@ def wait_for(
     what: str,
     timeout: float = 60.0,
     interval: float = 0.3,
+    *,
+    retry_on: tuple[type[Exception], ...] = (),
 ) -> Any:
     """Poll `read()` until `done` holds for what it returned; return that, or fail naming `what`
-    and the last value seen."""
+    and the last value seen. The one poll-with-a-deadline of vcjob's tests: `interval` is the
+    pause between reads, and an exception of a `retry_on` type counts as "not yet" (a server
+    that is restarting, say) and is shown as the last value."""
     deadline = time.monotonic() + timeout
     last: Any = None
-    while time.monotonic() < deadline:
-        last = read()
-        if done(last):
-            return last
+    while True:
+        try:
+            last = read()
+        except retry_on as exc:
+            last = exc
+        else:
+            if done(last):
+                return last
+        if time.monotonic() >= deadline:
+            break
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last seen: {last}")
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last seen: {last!r}")
 
 
-def wait_until(what: str, check: Callable[[], Any], timeout: float = 60.0) -> None:
-    """Poll `check()` until it is true, or fail naming `what`."""
-    wait_for(check, bool, what, timeout)
+def wait_until(
+    what: str,
+    check: Callable[[], Any],
+    timeout: float = 60.0,
+    interval: float = 0.3,
+    *,
+    retry_on: tuple[type[Exception], ...] = (),
+) -> Any:
+    """Poll `check()` until it returns something true, and return that; or fail naming `what`."""
+    return wait_for(check, bool, what, timeout, interval, retry_on=retry_on)

@@ -6,21 +6,21 @@ etcd and kube-apiserver are essential: when one dies, everything stops. The othe
 when they exit, the way a Deployment would restart them. SIGINT or SIGTERM stops the children in
 reverse order (terminate, wait, kill after a deadline). `<dir>/local.json` records the ports, pids
 and paths once everything is ready.
+
+This module is the orchestration (about 600 lines, one method per start step, in the order they
+run): the start steps, the supervision loop and the stop. What the steps use lives apart: the
+folder, its lock and `local.json` (`clusterdir`), child processes (`children`), waiting for
+readiness (`readiness`), the objects written into the cluster (`bootstrap`), the control plane's
+flags and certificates (`controlplane`), Kueue (`kueue`) and the banner (`banner`).
 """
 
 from __future__ import annotations
 
-import base64
-import enum
-import fcntl
 import json
 import logging
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,14 +28,47 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 import click
-import httpx
 import yaml
 
 from kubeio.signals import install_stop_signals
-from localcluster import controlplane, kubebin, kueue, kueuebin
+from localcluster import banner, controlplane, kubebin, kueue, kueuebin, readiness
+from localcluster.bootstrap import (
+    BARE_NAMESPACES,
+    DEFAULT_CRDS_DIR,
+    MUTATING_CONFIG_NAME,
+    NAMESPACES_TO_CREATE,
+    VALIDATING_CONFIG_NAME,
+    WEBHOOK_HOSTS,
+    default_queue,
+    load_crds,
+    namespace,
+    webhook_configurations,
+)
+from localcluster.children import (
+    Child,
+    Readiness,
+    free_port,
+    log_tail,
+    process_alive,
+    vcjob_command,
+)
+from localcluster.clusterdir import (
+    COMPONENTS_KUBECONFIG_FILE,
+    ETCD_DIR,
+    KUBECONFIG_FILE,
+    LOG_DIR,
+    PKI_DIR,
+    PODS_DIR,
+    STATE_FILE,
+    WEBHOOK_DIR,
+    StartupError,
+    check_port_free,
+    lock_dir,
+    read_state,
+)
+from localcluster.readiness import STARTUP_TIMEOUT
 from localcluster.simulator import nodes as simulated_nodes
 from localcluster.simulator.client import (
     CRDS,
@@ -48,96 +81,16 @@ from localcluster.simulator.client import (
     ApiError,
     KubeClient,
 )
-from localcluster.tools import PROJECT_ROOT, TOOLS_BIN
+from localcluster.tools import PROJECT_ROOT
 from shared import certgen, crdgen
-from shared.labels import (
-    CRONJOB_MUTATE_PATH,
-    CRONJOB_MUTATING_WEBHOOK_NAME,
-    CRONJOB_VALIDATE_PATH,
-    CRONJOB_VALIDATING_WEBHOOK_NAME,
-    DEFAULT_QUEUE,
-    HYPERNODE_VALIDATE_PATH,
-    HYPERNODE_VALIDATING_WEBHOOK_NAME,
-    MUTATE_PATH,
-    MUTATING_WEBHOOK_NAME,
-    POD_VALIDATE_PATH,
-    POD_VALIDATING_WEBHOOK_NAME,
-    PODGROUP_MUTATE_PATH,
-    PODGROUP_MUTATING_WEBHOOK_NAME,
-    PODGROUP_VALIDATE_PATH,
-    PODGROUP_VALIDATING_WEBHOOK_NAME,
-    QUEUE_MUTATE_PATH,
-    QUEUE_MUTATING_WEBHOOK_NAME,
-    QUEUE_VALIDATE_PATH,
-    QUEUE_VALIDATING_WEBHOOK_NAME,
-    SCHEDULING_GROUP,
-    SCHEDULING_VERSION,
-    TOPOLOGY_GROUP,
-    TOPOLOGY_VERSION,
-    VALIDATE_PATH,
-    VALIDATING_WEBHOOK_NAME,
-)
-from shared.models.flow import (
-    FLOW_GROUP,
-    JOBFLOW_VALIDATE_PATH,
-    JOBFLOW_VALIDATING_WEBHOOK_NAME,
-    JOBTEMPLATE_VALIDATE_PATH,
-    JOBTEMPLATE_VALIDATING_WEBHOOK_NAME,
-)
+from shared.labels import DEFAULT_QUEUE
 
 log = logging.getLogger("localcluster.up")
 
-KUBECONFIG_FILE = "kubeconfig"
-STATE_FILE = "local.json"
-# Held (flock) for the life of `vcjob local up`: one cluster per folder.
-LOCK_FILE = "local.lock"
-LOG_DIR = "logs"
-PODS_DIR = "pods"  # the node agent's pod directories (volumes, logs)
-PKI_DIR = "pki"  # the control plane's certificates, keys and static tokens
-ETCD_DIR = "etcd"  # etcd's data, unless --data-dir names a folder to keep it in
-# Clients of the product's own processes: through the fault proxy when there is one.
-COMPONENTS_KUBECONFIG_FILE = "components.kubeconfig"
 ESSENTIAL = ("etcd", "kube-apiserver")
-WEBHOOK_DIR = "webhook"
-DEFAULT_CRDS_DIR = PROJECT_ROOT / "charts" / "vcjob" / "files" / "crds"
-BARE_NAMESPACES = ("default", "kube-system")
-NAMESPACES_TO_CREATE = (*BARE_NAMESPACES, "vcjob-system")
-MUTATING_CONFIG_NAME = "vcjob-mutate"
-VALIDATING_CONFIG_NAME = "vcjob-validate"
-WEBHOOK_HOSTS = ("127.0.0.1", "localhost", "vcjob-webhook.vcjob-system.svc")
-STARTUP_TIMEOUT = 40.0
 STOP_DEADLINE = 8.0
 RESTART_DELAY = 2.0
-MISSING_COMMAND_MARKERS = ("No such command", "ModuleNotFoundError", "ImportError")
-PORT_TAKEN_MARKERS = ("Address already in use", "address already in use", "Errno 98")
 PORT_ATTEMPTS = 3
-
-# Run before a child's program (Linux): ask the kernel to send SIGTERM when `up` dies, even by
-# SIGKILL, so no component outlives it; then exec the real program. The flag survives execve.
-PARENT_DEATH_SHIM = """
-import ctypes, os, signal, sys
-PR_SET_PDEATHSIG = 1
-ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-if os.getppid() != int(sys.argv[1]):
-    sys.exit(0)
-os.execv(sys.argv[2], sys.argv[2:])
-"""
-
-
-def with_parent_death_signal(argv: Sequence[str]) -> list[str]:
-    if not sys.platform.startswith("linux"):
-        return list(argv)
-    return [sys.executable, "-c", PARENT_DEATH_SHIM, str(os.getpid()), *argv]
-
-
-class Readiness(enum.Enum):
-    READY = "ready"
-    MISSING = "missing"
-    PORT_TAKEN = "port taken"
-
-
-class StartupError(click.ClickException):
-    """Something the cluster needs did not come up; the message says what and where to look."""
 
 
 @dataclass(frozen=True)
@@ -171,289 +124,6 @@ class UpOptions:
     @property
     def logs(self) -> Path:
         return self.dir / LOG_DIR
-
-
-# -- pure builders ---------------------------------------------------------------------------
-
-
-def default_queue() -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": DEFAULT_QUEUE},
-        "spec": {"weight": 1, "reclaimable": True},
-    }
-
-
-def namespace(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-
-
-def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The Mutating- and ValidatingWebhookConfiguration the chart installs, aimed at 127.0.0.1."""
-    ca_bundle = base64.b64encode(ca_pem).decode()
-    labels = {"app.kubernetes.io/name": "vcjob", "app.kubernetes.io/component": "webhook"}
-
-    def hook(
-        name: str,
-        path: str,
-        operations: list[str],
-        resource: str = "jobs",
-        group: str = "batch.volcano.sh",
-        version: str = "v1alpha1",
-        scope: str = "Namespaced",
-        failure_policy: str = "Fail",
-    ) -> dict[str, Any]:
-        return {
-            "name": name,
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": failure_policy,
-            "matchPolicy": "Equivalent",
-            "timeoutSeconds": 5,
-            "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle},
-            "rules": [
-                {
-                    "apiGroups": [group],
-                    "apiVersions": [version],
-                    "operations": operations,
-                    "resources": [resource],
-                    "scope": scope,
-                }
-            ],
-            "namespaceSelector": {},
-            "objectSelector": {},
-        }
-
-    scheduling = {"group": SCHEDULING_GROUP, "version": SCHEDULING_VERSION}
-    topology = {"group": TOPOLOGY_GROUP, "version": TOPOLOGY_VERSION, "scope": "Cluster"}
-    queues = {**scheduling, "resource": "queues", "scope": "Cluster"}
-    podgroups = {**scheduling, "resource": "podgroups"}
-    extra_mutating = [
-        hook(QUEUE_MUTATING_WEBHOOK_NAME, QUEUE_MUTATE_PATH, ["CREATE"], **queues),
-        hook(PODGROUP_MUTATING_WEBHOOK_NAME, PODGROUP_MUTATE_PATH, ["CREATE"], **podgroups),
-    ]
-    extra_validating = [
-        hook(
-            QUEUE_VALIDATING_WEBHOOK_NAME,
-            QUEUE_VALIDATE_PATH,
-            ["CREATE", "UPDATE", "DELETE"],
-            **queues,
-        ),
-        hook(PODGROUP_VALIDATING_WEBHOOK_NAME, PODGROUP_VALIDATE_PATH, ["CREATE"], **podgroups),
-        # Every pod of the cluster passes here: a webhook that is down must not stop them.
-        hook(
-            POD_VALIDATING_WEBHOOK_NAME,
-            POD_VALIDATE_PATH,
-            ["CREATE"],
-            resource="pods",
-            group="",
-            version="v1",
-            failure_policy="Ignore",
-        ),
-        hook(
-            HYPERNODE_VALIDATING_WEBHOOK_NAME,
-            HYPERNODE_VALIDATE_PATH,
-            ["CREATE", "UPDATE"],
-            resource="hypernodes",
-            **topology,
-        ),
-        hook(
-            JOBFLOW_VALIDATING_WEBHOOK_NAME,
-            JOBFLOW_VALIDATE_PATH,
-            ["CREATE", "UPDATE"],
-            resource="jobflows",
-            group=FLOW_GROUP,
-        ),
-        hook(
-            JOBTEMPLATE_VALIDATING_WEBHOOK_NAME,
-            JOBTEMPLATE_VALIDATE_PATH,
-            ["CREATE", "UPDATE"],
-            resource="jobtemplates",
-            group=FLOW_GROUP,
-        ),
-    ]
-
-    mutating = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": MUTATING_CONFIG_NAME, "labels": labels},
-        "webhooks": [
-            {**hook(MUTATING_WEBHOOK_NAME, MUTATE_PATH, ["CREATE"]), "reinvocationPolicy": "Never"},
-            {
-                **hook(CRONJOB_MUTATING_WEBHOOK_NAME, CRONJOB_MUTATE_PATH, ["CREATE"], "cronjobs"),
-                "reinvocationPolicy": "Never",
-            },
-            *({**h, "reinvocationPolicy": "Never"} for h in extra_mutating),
-        ],
-    }
-    validating = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": VALIDATING_CONFIG_NAME, "labels": labels},
-        "webhooks": [
-            hook(VALIDATING_WEBHOOK_NAME, VALIDATE_PATH, ["CREATE", "UPDATE"]),
-            hook(
-                CRONJOB_VALIDATING_WEBHOOK_NAME,
-                CRONJOB_VALIDATE_PATH,
-                ["CREATE", "UPDATE"],
-                "cronjobs",
-            ),
-            *extra_validating,
-        ],
-    }
-    return mutating, validating
-
-
-def lock_dir(directory: Path) -> IO[str]:
-    """Take the folder's lock for as long as the returned file stays open.
-
-    A second `vcjob local up` on the same folder would overwrite the kubeconfig and certificates
-    of the first (then every request fails certificate checks); it stops here instead, before
-    touching anything. The kernel drops the lock when the process ends, however it ends.
-    """
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / LOCK_FILE
-    handle = path.open("a+", encoding="utf-8")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.seek(0)
-        holder = handle.read().strip() or "unknown"
-        handle.close()
-        raise StartupError(
-            f"a local cluster is already running from {directory} (pid {holder}); "
-            "stop it first or choose another --dir"
-        ) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
-    return handle
-
-
-def check_port_free(port: int) -> None:
-    """Fail before starting anything when the API server's port is taken."""
-    if port == 0:
-        return
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError as err:
-            raise StartupError(
-                f"port {port} on 127.0.0.1 is in use ({err.strerror}); "
-                "pass --port 0 for any free port, or stop what listens there"
-            ) from None
-
-
-def load_crds(folder: Path) -> list[dict[str, Any]]:
-    """Every CustomResourceDefinition in the folder's YAML files, in file-name order."""
-    crds = []
-    for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
-        with path.open() as stream:
-            for document in yaml.safe_load_all(stream):
-                if not document:
-                    continue
-                if document.get("kind") != "CustomResourceDefinition":
-                    raise StartupError(
-                        f"{path}: expected a CustomResourceDefinition, not {document.get('kind')!r}"
-                    )
-                crds.append(document)
-    return crds
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def vcjob_command() -> list[str]:
-    """How to run `vcjob` with this interpreter: the console script next to it when installed."""
-    script = Path(sys.executable).with_name("vcjob")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", "import sys; from shared.cli import main; sys.exit(main())"]
-
-
-def log_tail(path: Path, lines: int = 30) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-# -- child processes -------------------------------------------------------------------------
-
-
-@dataclass
-class Child:
-    """A supervised child process whose output goes to its own log file."""
-
-    name: str
-    argv: Sequence[str]
-    log_path: Path
-    restart: bool
-    port: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    process: subprocess.Popen[bytes] | None = None
-    restarts: int = 0
-    _log: IO[bytes] | None = None
-
-    def start(self) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        if self._log is None:
-            self._log = self.log_path.open("ab")
-        # A session of its own: a terminal's Ctrl-C reaches `up` only, which stops them in order.
-        self.process = subprocess.Popen(
-            with_parent_death_signal(self.argv),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.info("component started", extra={"component": self.name, "pid": self.process.pid})
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
-
-    def exited(self) -> int | None:
-        return None if self.process is None else self.process.poll()
-
-    def terminate(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-
-    def wait(self, deadline: float) -> None:
-        if self.process is None:
-            return
-        try:
-            self.process.wait(max(deadline - time.monotonic(), 0.1))
-        except subprocess.TimeoutExpired:
-            log.warning(
-                "component did not stop in time, killing it", extra={"component": self.name}
-            )
-            self.process.kill()
-            self.process.wait(5)
-
-    def close(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def missing_command(self) -> bool:
-        """Whether it exited because this vcjob build does not have the command yet."""
-        tail = log_tail(self.log_path, 15)
-        return any(marker in tail for marker in MISSING_COMMAND_MARKERS)
-
-    def describe(self) -> dict[str, Any]:
-        described: dict[str, Any] = {"pid": self.pid, "log": str(self.log_path), **self.extra}
-        if self.port is not None:
-            described["port"] = self.port
-        return described
 
 
 # -- the cluster -----------------------------------------------------------------------------
@@ -513,7 +183,9 @@ class LocalControlPlane:
             # Nodes exist where a kubelet runs them: without the node agent there are none,
             # so no pod is bound to a node that nothing would ever run or clean up.
             self._register_nodes(client)
-        self._wait_for_service_account(client)
+        readiness.wait_for_service_account(
+            client, self.stop, self.children["kube-controller-manager"].log_path
+        )
         if options.webhook and not options.bare:
             self._start_webhook(client)
         elif not options.bare:
@@ -607,7 +279,9 @@ class LocalControlPlane:
             restart=False,
             port=etcd_port,
         )
-        self._wait_http("etcd", f"http://127.0.0.1:{etcd_port}/health", None, None)
+        readiness.wait_http(
+            self.children["etcd"], f"http://127.0.0.1:{etcd_port}/health", None, None, self.stop
+        )
         if options.port == 0:
             self.api_port = free_port()
         audit_policy = None
@@ -628,7 +302,9 @@ class LocalControlPlane:
             port=self.api_port,
         )
         server = f"https://127.0.0.1:{self.api_port}"
-        self._wait_http("kube-apiserver", f"{server}/readyz", pki.ca_cert, token)
+        readiness.wait_http(
+            self.children["kube-apiserver"], f"{server}/readyz", pki.ca_cert, token, self.stop
+        )
         document = controlplane.kubeconfig_document(server, pki.ca_cert.read_bytes(), token)
         scratch = options.kubeconfig.with_suffix(".tmp")
         scratch.write_text(yaml.safe_dump(document))
@@ -667,58 +343,19 @@ class LocalControlPlane:
             argv += ["--fault-seed", str(options.fault_seed)]
         self._spawn("fault-proxy", argv, restart=True, port=port)
         proxied = f"https://127.0.0.1:{port}"
-        self._wait_http("fault-proxy", f"{proxied}/readyz", pki.ca_cert, token, faulty=True)
+        readiness.wait_http(
+            self.children["fault-proxy"],
+            f"{proxied}/readyz",
+            pki.ca_cert,
+            token,
+            self.stop,
+            faulty=True,
+        )
         document = controlplane.kubeconfig_document(proxied, pki.ca_cert.read_bytes(), token)
         path = options.dir / COMPONENTS_KUBECONFIG_FILE
         path.write_text(yaml.safe_dump(document))
         path.chmod(0o600)
         self._components_kubeconfig = path
-
-    def _wait_http(
-        self,
-        name: str,
-        url: str,
-        ca: Path | None,
-        token: str | None,
-        *,
-        faulty: bool = False,
-    ) -> None:
-        """Wait until `url` answers 200 (any answer at all through the fault proxy)."""
-        child = self.children[name]
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        with httpx.Client(verify=str(ca) if ca else True, timeout=2.0, headers=headers) as http:
-            while True:
-                self._check_alive(child)
-                try:
-                    answer = http.get(url)
-                    if answer.status_code == 200 or faulty:
-                        return
-                    reason = f"{answer.status_code} {answer.text[:200]}"
-                except httpx.HTTPError as err:
-                    reason = str(err) or type(err).__name__
-                if time.monotonic() > deadline:
-                    raise StartupError(
-                        f"{name} was not ready within {STARTUP_TIMEOUT:.0f}s ({reason}); "
-                        f"see {child.log_path}"
-                    )
-                self.stop.wait(0.1)
-
-    def _wait_for_service_account(self, client: KubeClient) -> None:
-        """Pods are refused until kube-controller-manager made the namespace's ServiceAccount."""
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            try:
-                client.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")
-                return
-            except ApiError as err:
-                if err.code != 404 or time.monotonic() > deadline:
-                    raise StartupError(
-                        "kube-controller-manager made no ServiceAccount `default` within "
-                        f"{STARTUP_TIMEOUT:.0f}s: {err}; see "
-                        f"{self.children['kube-controller-manager'].log_path}"
-                    ) from err
-            self.stop.wait(0.1)
 
     def _apply_crds(self, client: KubeClient) -> None:
         crds = self._crds()
@@ -726,7 +363,7 @@ class LocalControlPlane:
             client.apply(CRDS, crd)
             log.info("crd applied", extra={"crd": crd["metadata"]["name"]})
         if crds:
-            self._wait_for_discovery(client, crds)
+            readiness.wait_for_discovery(client, crds, self.stop)
 
     def _crds(self) -> list[dict[str, Any]]:
         """The CRDs to apply: from --crds-dir; without a chart on disk (an installed wheel),
@@ -751,28 +388,6 @@ class LocalControlPlane:
                 "so Jobs and Queues are not served (leave --crds-dir out to get vcjob's CRDs)"
             )
         return crds
-
-    def _wait_for_discovery(self, client: KubeClient, crds: Sequence[dict[str, Any]]) -> None:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        for crd in crds:
-            spec = crd["spec"]
-            plural = spec["names"]["plural"]
-            for version in (v["name"] for v in spec["versions"] if v.get("served", True)):
-                path = f"/apis/{spec['group']}/{version}"
-                while True:
-                    try:
-                        listing = client.request("GET", path)
-                        if any(r.get("name") == plural for r in listing.get("resources") or []):
-                            break
-                    except ApiError as err:
-                        if err.code != 404:
-                            raise
-                    if time.monotonic() > deadline:
-                        raise StartupError(
-                            f"{plural}.{spec['group']}/{version} is not served "
-                            f"after {STARTUP_TIMEOUT:.0f}s"
-                        )
-                    self.stop.wait(0.1)
 
     def _create_namespaces(self, client: KubeClient, *, bare: bool) -> None:
         # A bare cluster has only the namespaces every cluster has; helm creates vcjob-system.
@@ -843,10 +458,10 @@ class LocalControlPlane:
                     "certs": str(cert_dir),
                 },
             )
-            readiness = self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz")
-            if readiness is Readiness.MISSING:
+            outcome = self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz")
+            if outcome is Readiness.MISSING:
                 return
-            if readiness is Readiness.READY:
+            if outcome is Readiness.READY:
                 mutating, validating = webhook_configurations(port, bundle.ca.cert_pem)
                 client.apply(MUTATING_WEBHOOKS, mutating)
                 client.apply(VALIDATING_WEBHOOKS, validating)
@@ -887,8 +502,8 @@ class LocalControlPlane:
                 restart=True,
                 extra={"health_port": health_port, "metrics_port": metrics_port},
             )
-            readiness = self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz")
-            if readiness is not Readiness.PORT_TAKEN:
+            outcome = self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz")
+            if outcome is not Readiness.PORT_TAKEN:
                 return
         raise StartupError(f"the controller found no free port in {PORT_ATTEMPTS} attempts")
 
@@ -909,7 +524,7 @@ class LocalControlPlane:
             crds = kueue.crds(webhook_port)
             for crd in crds:
                 client.apply(CRDS, crd)
-            self._wait_for_discovery(client, crds)
+            readiness.wait_for_discovery(client, crds, self.stop)
             config = kueue.prepare(folder, health_port=health_port, webhook_port=webhook_port)
             argv = kueue.manager_argv(binary, self._components_kubeconfig, config)
             child = self._spawn("kueue", argv, restart=True, extra={"health_port": health_port})
@@ -973,54 +588,8 @@ class LocalControlPlane:
         self.children[name] = child
         return child
 
-    def _check_alive(self, child: Child) -> None:
-        code = child.exited()
-        if code is not None:
-            raise StartupError(
-                f"{child.name} exited with code {code} while starting:\n{log_tail(child.log_path)}"
-            )
-        if self.stop.is_set():
-            raise StartupError("interrupted while starting")
-
     def _wait_ready(self, child: Child, url: str) -> Readiness:
-        """Wait for the child's readiness endpoint. MISSING (with a warning) when the installed
-        vcjob lacks the command, PORT_TAKEN when another process took one of its ports first."""
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        with httpx.Client(timeout=2.0) as http:
-            while True:
-                code = child.exited()
-                if code is not None:
-                    self.children.pop(child.name)
-                    child.close()
-                    tail = log_tail(child.log_path, 15)
-                    if any(marker in tail for marker in PORT_TAKEN_MARKERS):
-                        log.warning("port taken, retrying", extra={"component": child.name})
-                        return Readiness.PORT_TAKEN
-                    if child.missing_command():
-                        log.warning(
-                            "component not available in this build",
-                            extra={"component": child.name},
-                        )
-                        self._echo(
-                            f"warning: `vcjob {child.name}` is not available; going on without it"
-                        )
-                        return Readiness.MISSING
-                    raise StartupError(
-                        f"{child.name} exited with code {code} while starting:\n"
-                        + log_tail(child.log_path)
-                    )
-                try:
-                    if http.get(url).status_code == 200:
-                        return Readiness.READY
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise StartupError(
-                        f"{child.name} was not ready within {STARTUP_TIMEOUT:.0f}s; "
-                        f"see {child.log_path}"
-                    )
-                if self.stop.wait(0.2):
-                    raise StartupError("interrupted while starting")
+        return readiness.wait_ready(child, url, self.stop, self.children, self._echo)
 
     def _write_state(self, *, ready: bool) -> None:
         options = self.options
@@ -1041,97 +610,4 @@ class LocalControlPlane:
         self._state_written = True
 
     def _banner(self) -> None:
-        options = self.options
-        kubeconfig = options.kubeconfig.resolve()
-        shape = options.node_shape
-        lines = [
-            "",
-            "vcjob local cluster is up",
-            f"  API server  https://127.0.0.1:{self.api_port}",
-        ]
-        webhook = self.children.get("webhook")
-        lines.append(
-            f"  webhook     https://127.0.0.1:{webhook.port}" if webhook else "  webhook     off"
-        )
-        lines.append("  controller  " + ("running" if "controller" in self.children else "off"))
-        if "simulator" in self.children:
-            gpus = f", {shape.gpu} nvidia.com/gpu" if shape.gpu else ""
-            lines.append(
-                f"  simulator   {options.nodes} nodes ({shape.cpu} cpu, {shape.memory}{gpus}); "
-                f"pods run {options.pod_runtime}"
-            )
-        else:
-            lines.append("  simulator   off")
-        lines += [
-            f"  logs        {options.logs.resolve()}",
-            f"  kubeconfig  {kubeconfig}",
-            "",
-            *path_export_lines(),
-            f"  export KUBECONFIG={kubeconfig}",
-            *(
-                [
-                    "  # bare: no CRDs, webhook or controller; install the chart:",
-                    "  helm install vcjob charts/vcjob -n vcjob-system --create-namespace",
-                ]
-                if options.bare
-                else [
-                    "  kubectl get nodes,queues",
-                    "  kubectl create -f examples/demo-job.yaml",
-                    "  kubectl get vcjob,pods -w",
-                ]
-            ),
-            "",
-            "Press Ctrl-C to stop.",
-        ]
-        self._echo("\n".join(lines))
-
-
-def path_export_lines() -> list[str]:
-    """The PATH line to print unless PATH already finds the pinned kubectl and helm (`make
-    cluster`, `make tools`) and this installation's `vcjob` and `kubectl-vcjob` (what `kubectl
-    vcjob` runs): one line that puts both folders first."""
-    wanted: dict[str, Path] = {}
-    if (TOOLS_BIN / "kubectl").exists():
-        wanted["kubectl"] = TOOLS_BIN / "kubectl"
-    scripts = Path(sysconfig.get_path("scripts"))
-    for command in ("vcjob", "kubectl-vcjob"):
-        if (scripts / command).exists():
-            wanted[command] = scripts / command
-    if all(
-        (found := shutil.which(command)) is not None and Path(found).resolve() == path.resolve()
-        for command, path in wanted.items()
-    ):
-        return []
-    folders = list(dict.fromkeys(str(path.parent) for path in wanted.values()))
-    return [f"  export PATH={':'.join(folders)}:$PATH   # kubectl, helm, vcjob, kubectl vcjob"]
-
-
-def _port_of(kubeconfig: Path, fallback: int) -> int:
-    try:
-        config = yaml.safe_load(kubeconfig.read_text())
-        server = config["clusters"][0]["cluster"]["server"]
-        port = urlsplit(server).port
-    except (OSError, KeyError, IndexError, TypeError, ValueError, yaml.YAMLError):
-        return fallback
-    return port or fallback
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with this pid (not ours) still runs."""
-    if pid <= 0 or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def read_state(directory: Path) -> dict[str, Any] | None:
-    try:
-        state = json.loads((directory / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return state if isinstance(state, dict) else None
+        self._echo(banner.render(self.options, self.api_port, self.children))

@@ -17,10 +17,11 @@ from pydantic import ValidationError
 from controller.cronjob.decide import Child, Decision, decide, format_time, parse_time
 from controller.keyworkers import KeyWorkers
 from controller.objectstore import Informer, WireObject, key_of
-from kubeio.client import JOBS, Kube, Resource
+from kubeio.client import JOBS, Resource
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
+from kubeio.kubelike import KubeLike
 from shared import labels
 from shared.models.cronjob import CRONJOB_KIND, CronJob
 
@@ -75,7 +76,7 @@ class CronJobController(KeyWorkers):
 
     def __init__(
         self,
-        kube: Kube,
+        kube: KubeLike,
         recorder: EventRecorder,
         is_leader: Callable[[], bool],
         *,

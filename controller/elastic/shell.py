@@ -40,6 +40,7 @@ from controller.elastic.decide.views import (
 )
 from kubeio.client import EVENTS, JOBS, PODS, ApiClient, Kube, Resource
 from kubeio.errors import KubeError, NotFoundError, TransientError
+from kubeio.kubelike import KubeLike
 from shared.rfc3339 import format_time
 
 log = logging.getLogger("controller.elastic")
@@ -186,7 +187,7 @@ class ElasticLoop:
         stop: threading.Event,
         *,
         registry: CollectorRegistry | None = None,
-        kube: Kube | None = None,
+        kube: KubeLike | None = None,
         min_growth: float = 0.0,
         resize_cooldown: float = 0.0,
         min_spacing: float = DEFAULT_MIN_SPACING,

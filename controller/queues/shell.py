@@ -23,9 +23,10 @@ from controller.queues.decide import (
     podgroup_counts,
     queue_of_podgroup,
 )
-from kubeio.client import COMMANDS, PODGROUPS, Kube, Resource
+from kubeio.client import COMMANDS, PODGROUPS, Resource
 from kubeio.errors import KubeError, NotFoundError
 from kubeio.events import EventRecorder
+from kubeio.kubelike import KubeLike
 from shared import labels
 from shared.objectkeys import object_key
 
@@ -57,7 +58,7 @@ class QueueController(KeyWorkers):
 
     def __init__(
         self,
-        kube: Kube,
+        kube: KubeLike,
         recorder: EventRecorder,
         is_leader: Callable[[], bool],
         *,

@@ -19,9 +19,10 @@ from controller.workloads.decide import (
     plan_for_pod,
     podgroup_name,
 )
-from kubeio.client import PODGROUPS, PODS, Kube, Resource
+from kubeio.client import PODGROUPS, PODS, Resource
 from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
+from kubeio.kubelike import KubeLike
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class PodGroupController(KeyWorkers):
 
     def __init__(
         self,
-        kube: Kube,
+        kube: KubeLike,
         recorder: EventRecorder,
         is_leader: Callable[[], bool],
         *,

@@ -11,7 +11,8 @@ import click
 from kubeio.signals import install_stop_signals
 from localcluster.simulator.client import KubeClient
 from localcluster.simulator.images import image_mappings
-from localcluster.simulator.kubeletapi import KubeletServer, NodePods
+from localcluster.simulator.kubeletapi import KubeletServer
+from localcluster.simulator.kubeletpods import NodePods
 from localcluster.simulator.nodes import DEFAULT_KUBELET_PORT
 from localcluster.simulator.runner import Simulator
 from localcluster.simulator.runtime import ProcessRuntime, runtime_available

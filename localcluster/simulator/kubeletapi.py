@@ -23,17 +23,25 @@ import logging
 import shutil
 import ssl
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
-from urllib.parse import parse_qs, unquote, urlsplit
+from typing import Any
 
 import h11
 
-from localcluster.simulator import containerlogs, kubeletstreams, remotecommand
+from localcluster.simulator import containerlogs, kubeletstreams, portforward, remotecommand
 from localcluster.simulator.containerlogs import LogOptions, LogRequestError
+from localcluster.simulator.kubeletpods import PodDirectory, PodEntry, simulated_message
+from localcluster.simulator.kubeletroutes import (
+    Answer,
+    RefusalError,
+    Request,
+    Route,
+    RouteError,
+    route,
+    stream_target,
+)
 from localcluster.simulator.remotecommand import StreamOptions, UpgradeRefusedError
 from localcluster.simulator.spdy import Headers
 from localcluster.simulator.spdyconn import SpdyConnection, StreamCheck, accept_any
@@ -48,270 +56,6 @@ FOLLOW_POLL = 0.2
 START_TIMEOUT = 10.0
 # How long an exec or attach waits for a container whose process is still being set up.
 START_GRACE = 5.0
-RUN_IMAGE_HINT = "only pods whose every image `vcjob local up --run-image` maps run for real"
-
-
-# -- what the kubelet API needs to know about the node's pods -----------------------------------
-
-
-@dataclass(frozen=True)
-class ContainerEntry:
-    name: str
-    restart_count: int
-    # The process of the container's current run while it runs (the container's PID 1).
-    pid: int | None = None
-    # The process runs the container's own command: its namespaces, root and hostname are set.
-    started: bool = False
-
-
-@dataclass(frozen=True)
-class PodEntry:
-    namespace: str
-    name: str
-    uid: str
-    node_name: str
-    runs_for_real: bool
-    # PODS_DIR/NAMESPACE_NAME_UID: the pod's volumes and `logs/CONTAINER/RESTART.log`.
-    folder: Path | None = None
-    containers: tuple[ContainerEntry, ...] = ()  # init containers too
-    # The network namespace of the pod's sandbox while it runs (/proc/PID/ns/net).
-    netns: str | None = None
-
-    def container(self, name: str) -> ContainerEntry | None:
-        return next((c for c in self.containers if c.name == name), None)
-
-    def log_file(self, container: str, run: int) -> Path | None:
-        if self.folder is None:
-            return None
-        return self.folder / "logs" / container / f"{run}.log"
-
-
-class PodDirectory(Protocol):
-    """The pods of this node, as the kubelet API sees them."""
-
-    def find_pod(self, namespace: str, name: str) -> PodEntry | None: ...
-
-
-class RealPods(Protocol):
-    """The process runtime's side (ProcessRuntime): the pods it runs, and which ones it would."""
-
-    def find_pod(self, namespace: str, name: str) -> PodEntry | None: ...
-
-    def handles(self, pod: Mapping[str, Any]) -> bool: ...
-
-
-PodLookup = Callable[[str, str], Mapping[str, Any] | None]
-
-
-def simulated_entry(pod: Mapping[str, Any], runs_for_real: bool) -> PodEntry:
-    """A bound pod as its spec and status tell it (no process, folder or sandbox)."""
-    metadata = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    restarts = {
-        str(s.get("name")): int(s.get("restartCount") or 0)
-        for s in [
-            *(status.get("initContainerStatuses") or []),
-            *(status.get("containerStatuses") or []),
-        ]
-    }
-    names = [
-        str(c.get("name"))
-        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-    ]
-    return PodEntry(
-        namespace=str(metadata.get("namespace", "")),
-        name=str(metadata.get("name", "")),
-        uid=str(metadata.get("uid", "")),
-        node_name=str(spec.get("nodeName") or ""),
-        runs_for_real=runs_for_real,
-        containers=tuple(ContainerEntry(n, restarts.get(n, 0)) for n in names),
-    )
-
-
-class NodePods:
-    """The pods of a node agent: those its process runtime runs, then the other pods bound to the
-    node (`node_name`, or any node when None) that `lookup` (the agent's pod informer) knows."""
-
-    def __init__(
-        self, lookup: PodLookup, runtime: RealPods | None = None, node_name: str | None = None
-    ) -> None:
-        self._lookup = lookup
-        self._runtime = runtime
-        self._node_name = node_name
-
-    def _on_this_node(self, node: str) -> bool:
-        return bool(node) and (self._node_name is None or node == self._node_name)
-
-    def find_pod(self, namespace: str, name: str) -> PodEntry | None:
-        if self._runtime is not None:
-            running = self._runtime.find_pod(namespace, name)
-            if running is not None and self._on_this_node(running.node_name):
-                return running
-        pod = self._lookup(namespace, name)
-        if pod is None:
-            return None
-        handled = self._runtime is not None and self._runtime.handles(pod)
-        entry = simulated_entry(pod, runs_for_real=handled)
-        return entry if self._on_this_node(entry.node_name) else None
-
-
-def simulated_message(entry: PodEntry, what: str) -> str:
-    return (
-        f"pod {entry.namespace}/{entry.name} is simulated: no container runtime runs it on node "
-        f"{entry.node_name}, so it has no {what} ({RUN_IMAGE_HINT})"
-    )
-
-
-# -- requests --------------------------------------------------------------------------------
-
-Kind = Literal["logs", "exec", "attach", "portforward", "healthz"]
-
-
-@dataclass(frozen=True)
-class Route:
-    kind: Kind
-    namespace: str = ""
-    pod: str = ""
-    container: str = ""
-    uid: str = ""
-
-
-class RouteError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-NOT_FOUND = "404 page not found"
-_SEGMENTS: Mapping[str, tuple[Kind, tuple[str, ...], tuple[int, ...]]] = {
-    # first segment → (kind, methods, accepted counts of the segments after it)
-    "containerLogs": ("logs", ("GET",), (3,)),
-    "exec": ("exec", ("GET", "POST"), (3, 4)),
-    "attach": ("attach", ("GET", "POST"), (3, 4)),
-    "portForward": ("portforward", ("GET", "POST"), (2, 3)),
-}
-
-
-def route(method: str, path: str) -> Route:
-    """The handler a request path leads to, with its path parameters (kubelet's routes)."""
-    if path == "/healthz":
-        if method != "GET":
-            raise RouteError(405, "405: Method Not Allowed")
-        return Route("healthz")
-    parts = [unquote(p) for p in path.split("/")[1:]]
-    known = _SEGMENTS.get(parts[0]) if parts else None
-    params = parts[1:]
-    if known is None or len(params) not in known[2] or not all(params):
-        raise RouteError(404, NOT_FOUND)
-    kind, methods, _ = known
-    if method not in methods:
-        raise RouteError(405, "405: Method Not Allowed")
-    if kind == "portforward":
-        return Route(kind, params[0], params[1], uid=params[2] if len(params) == 3 else "")
-    if len(params) == 4:
-        return Route(kind, params[0], params[1], container=params[3], uid=params[2])
-    return Route(kind, params[0], params[1], container=params[2])
-
-
-@dataclass(frozen=True)
-class Request:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, list[str]]
-
-    @classmethod
-    def from_h11(cls, event: h11.Request) -> Request:
-        target = urlsplit(event.target.decode("latin-1"))
-        headers: dict[str, list[str]] = {}
-        for name, value in event.headers:
-            headers.setdefault(name.decode("latin-1").lower(), []).append(value.decode("latin-1"))
-        return cls(
-            method=event.method.decode("latin-1"),
-            path=target.path,
-            query=parse_qs(target.query, keep_blank_values=True),
-            headers=headers,
-        )
-
-    def header(self, name: str) -> str:
-        return ", ".join(self.headers.get(name.lower(), []))
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A complete (not streamed) HTTP answer."""
-
-    status: int
-    body: bytes
-    content_type: str = "text/plain; charset=utf-8"
-
-    @classmethod
-    def text(cls, status: int, message: str) -> Answer:
-        return cls(status, message.encode())
-
-    @classmethod
-    def status_json(cls, status: remotecommand.Status) -> Answer:
-        """streaming.WriteError: the metav1.Status as JSON, with its code."""
-        return cls(status.get("code", 500), remotecommand.encode_status(status), "application/json")
-
-
-class RefusalError(Exception):
-    def __init__(self, answer: Answer) -> None:
-        super().__init__(answer.body.decode(errors="replace"))
-        self.answer = answer
-
-
-def stream_target(
-    pods: PodDirectory, target: Route, options: StreamOptions | None
-) -> tuple[PodEntry, int]:
-    """The pod and the live process an exec or attach goes to, or the answer kubelet gives."""
-    entry = pods.find_pod(target.namespace, target.pod)
-    if entry is None:
-        raise RefusalError(Answer.text(404, "pod does not exist"))
-    if target.uid and target.uid != entry.uid:
-        raise RefusalError(Answer.text(404, "pod not found"))
-    if not entry.runs_for_real:
-        what = "processes to exec into" if target.kind == "exec" else "processes to attach to"
-        raise RefusalError(
-            Answer.status_json(
-                remotecommand.failure(400, "BadRequest", simulated_message(entry, what))
-            )
-        )
-    container = entry.container(target.container)
-    if container is None:
-        raise RefusalError(
-            Answer.status_json(
-                remotecommand.internal_error(f'container not found ("{target.container}")')
-            )
-        )
-    if container.pid is None or not container.started:
-        state = "is not running" if container.pid is None else "is still starting"
-        raise RefusalError(
-            Answer.status_json(
-                remotecommand.failure(
-                    400,
-                    "BadRequest",
-                    f'container "{target.container}" in pod "{target.pod}" {state}',
-                )
-            )
-        )
-    if target.kind == "attach" and options is not None and (options.stdin or options.tty):
-        # Containers run with their output captured to a file and no terminal or stdin pipe.
-        asked = "a terminal (tty)" if options.tty else "stdin"
-        raise RefusalError(
-            Answer.status_json(
-                remotecommand.failure(
-                    400,
-                    "BadRequest",
-                    f"attach with {asked} is not supported on this node: container "
-                    f'"{target.container}" runs without stdin or a terminal; attach to its '
-                    "output only",
-                )
-            )
-        )
-    return entry, container.pid
 
 
 # -- the server ------------------------------------------------------------------------------
@@ -613,7 +357,7 @@ class HttpConnection:
                 )
             protocol = self._handshake(request, remotecommand.PORT_FORWARD_PROTOCOLS)
             connection = await self._upgrade(protocol, _forward_stream_check)
-            session = kubeletstreams.PortForwardSession(
+            session = portforward.PortForwardSession(
                 connection, entry.netns, f"{entry.namespace}/{entry.name}", entry.uid
             )
             await session.run()

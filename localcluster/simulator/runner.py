@@ -4,6 +4,10 @@ Three loops share the caches: the scheduler (woken by any change), the kubelet (
 its steps are due at times) and the heartbeat (node Leases every 10 s, node status every 30 s).
 Every API failure is logged and retried on the next round; nothing here assumes a call succeeded
 until the server's answer says so.
+
+It stays one module (a little over 500 lines): `Simulator` owns the caches and the three loops
+that share them, and each loop is a short carrier of a pure decision made elsewhere (scheduling,
+kubelet, nodes).
 """
 
 from __future__ import annotations

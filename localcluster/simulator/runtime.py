@@ -4,6 +4,10 @@ as real processes (see docs/local-cluster.md, "Pods that really run").
 Each such pod gets a worker thread that owns its sandbox (network namespace), its volumes on
 the node, its containers' processes (each in its own mount namespace, output captured to a log
 file per run), its probes, restarts and graceful termination, and writes the pod's status.
+
+It stays one module: most of it is `PodWorker`, the life of one pod from sandbox to teardown,
+whose steps share that pod's state under one thread; the sandbox, probes, volumes and image
+mappings are in modules of their own already.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from localcluster.simulator.images import (
     pod_runs_for_real,
 )
 from localcluster.simulator.kubelet import timestamp
-from localcluster.simulator.kubeletapi import ContainerEntry, PodEntry
+from localcluster.simulator.kubeletpods import ContainerEntry, PodEntry
 from localcluster.simulator.sandbox import Forwarder, Sandbox, dies_with_node
 
 log = logging.getLogger(__name__)

@@ -26,6 +26,10 @@ saying what is missing) and a Warning event, as Volcano's gang plugin writes the
 gang gets `Scheduled`. A pod left waiting gets `PodScheduled: False` with kube-scheduler's message
 (`0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`) and a
 FailedScheduling event. Each Queue's status (state, allocated, PodGroups per phase) is recomputed.
+
+It stays one module: one scheduling cycle (admission per Queue, gang placement, the phases and
+conditions it writes) is a single pure decision whose steps read each other's intermediate
+results; the node predicates are apart already (`predicates`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster import up
+from localcluster import banner
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / ".tools" / "bin"
@@ -66,11 +66,11 @@ def test_the_banner_line_puts_vcjob_and_kubectl_vcjob_on_path(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    [line] = up.path_export_lines()
+    [line] = banner.path_export_lines()
     export = line.split(" #", 1)[0].strip()
     assert re.fullmatch(r"export PATH=\S+:\$PATH", export), export
     result = clean_shell([export], FINDS_BOTH)
     assert result.returncode == 0, result.stderr
     # Once PATH finds all of them, the banner says nothing.
     monkeypatch.setenv("PATH", export.removeprefix("export PATH=").replace("$PATH", "/usr/bin"))
-    assert up.path_export_lines() == []
+    assert banner.path_export_lines() == []

@@ -26,7 +26,7 @@ from typing import Any
 from controller.job.decide.model import ObjectRef, Plan
 from controller.job.shell.cache import Cache
 from controller.metrics import Metrics
-from kubeio.client import COMMANDS, JOBS, WORKLOADS, Kube, resource_for_kind
+from kubeio.client import COMMANDS, JOBS, WORKLOADS, resource_for_kind
 from kubeio.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -36,6 +36,7 @@ from kubeio.errors import (
     PermanentError,
 )
 from kubeio.events import EventRecorder
+from kubeio.kubelike import KubeLike
 from shared.labels import OUT_OF_SYNC_KEY
 from shared.objectkeys import object_key
 
@@ -80,7 +81,7 @@ class _Progress:
 class Applier:
     def __init__(
         self,
-        kube: Kube,
+        kube: KubeLike,
         cache: Cache,
         recorder: EventRecorder,
         metrics: Metrics,

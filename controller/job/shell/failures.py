@@ -8,16 +8,17 @@ import copy
 import logging
 
 from controller.job.shell.cache import Cache
-from kubeio.client import JOBS, Kube, WireObject
+from kubeio.client import JOBS, WireObject
 from kubeio.errors import KubeError, NotFoundError
 from kubeio.events import EventRecorder
+from kubeio.kubelike import KubeLike
 
 log = logging.getLogger(__name__)
 
 
 class FailureReports:
     def __init__(
-        self, kube: Kube, cache: Cache, recorder: EventRecorder, failures_before_warning: int
+        self, kube: KubeLike, cache: Cache, recorder: EventRecorder, failures_before_warning: int
     ) -> None:
         self.kube = kube
         self.cache = cache

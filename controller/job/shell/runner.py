@@ -53,6 +53,7 @@ from kubeio.clock import Clock, RealClock
 from kubeio.errors import KubeError, PartialProgressError, PermanentError
 from kubeio.events import EventRecorder
 from kubeio.informer import Reflector, WatchSpec
+from kubeio.kubelike import KubeLike
 from kubeio.workqueue import WorkQueue
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
 from shared.logging import announce
@@ -104,7 +105,7 @@ class Controller:
         reconcile: ReconcileFn | None = None,
         clock: Clock | None = None,
         metrics: Metrics | None = None,
-        kube: Kube | None = None,
+        kube: KubeLike | None = None,
     ) -> None:
         self.settings = settings
         self.clock: Clock = clock or RealClock()

@@ -14,10 +14,11 @@ from controller.jobflow.decide.plan import FlowPlan, plan, probes_to_run, templa
 from controller.jobflow.shell.probes import run_probes
 from controller.keyworkers import KeyWorkers
 from controller.objectstore import Informer, WireObject, key_of
-from kubeio.client import JOBS, PODS, Kube, Resource
+from kubeio.client import JOBS, PODS, Resource
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
+from kubeio.kubelike import KubeLike
 from shared import labels, objectkeys
 from shared.models.flow import (
     CREATED_BY_JOBTEMPLATE,
@@ -65,7 +66,7 @@ class JobFlowController(KeyWorkers):
 
     def __init__(
         self,
-        kube: Kube,
+        kube: KubeLike,
         recorder: EventRecorder,
         is_leader: Callable[[], bool],
         *,

@@ -26,7 +26,13 @@ import pytest
 from controller.job.decide import podview
 from kubeio.client import JOBS, PODS, Kube
 from kubeio.errors import KubeError, TransientError
-from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
+from localcluster.testing import (
+    LocalCluster,
+    running_cluster,
+    tools_env,
+    vcjob_executable,
+    wait_until,
+)
 from shared import labels
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -143,6 +149,11 @@ class PodWatch:
             self.live[uid] = key
             self.created.setdefault((job, task), set()).add(uid)
 
+    def seen(self) -> set[str]:
+        """The uids of every pod seen created."""
+        with self._lock:
+            return set().union(*self.created.values())
+
     def _deleted(self, pod: dict[str, Any]) -> None:
         with self._lock:
             self.live.pop(podview.uid_of(pod), None)
@@ -258,7 +269,13 @@ def test_fault_suite(cluster: LocalCluster, tmp_path: Path) -> None:
             ):
                 break
             time.sleep(1.0)
-        time.sleep(2.0)  # let the last deletions' watch events arrive
+        # The watch has caught up: every pod the API holds now was seen created.
+        pods, _ = retrying(lambda: kube.list(PODS, label_selector=labels.JOB_NAME_KEY))
+        wait_until(
+            "the pod watch to see every pod",
+            lambda: {podview.uid_of(p) for p in pods} <= watch.seen(),
+            30,
+        )
     finally:
         controller.kill()
         watch.stop.set()

@@ -16,7 +16,13 @@ import pytest
 
 from kubeio.client import EVENTS, JOBS, LEASES, PODS, Kube
 from kubeio.errors import KubeError, NotFoundError
-from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
+from localcluster.testing import (
+    LocalCluster,
+    running_cluster,
+    tools_env,
+    vcjob_executable,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -40,18 +46,8 @@ def retrying(call: Callable[[], Any], attempts: int = 50) -> Any:
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except KubeError as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+    # The API server may be restarting under the test: an error is "not yet".
+    return wait_until(what, check, timeout, interval=0.1, retry_on=(KubeError,))
 
 
 class ControllerProcess:

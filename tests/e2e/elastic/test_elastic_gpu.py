@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -19,6 +21,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from localcluster import testing
 from localcluster.testing import LocalCluster, running_cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -130,14 +133,16 @@ class Recorder:
     def wait_for(
         self, what: str, condition: Callable[[dict[str, Any]], bool], timeout: float
     ) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition(self.latest):
-                return
-            time.sleep(0.2)
-        raise AssertionError(
-            f"timed out after {timeout:.0f}s waiting for {what}; last: {self.latest}"
-        )
+        testing.wait_for(lambda: self.latest, condition, what, timeout, interval=0.2)
+
+
+def elastic_rounds(cluster: LocalCluster) -> float:
+    """The autoscaler's rounds so far, from the controller's /metrics."""
+    port = cluster.state["components"]["controller"]["metrics_port"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    match = re.search(r"^volcano_elastic_rounds_total (\S+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
 
 
 def elastic(snapshot: dict[str, Any]) -> int:
@@ -192,8 +197,12 @@ def test_elastic_jobs_share_gpus_with_a_job_that_comes_and_goes(cluster: LocalCl
             lambda s: s["running"].get("a", 0) + s["running"].get("b", 0) == 8,
             30,
         )
-        time.sleep(3)  # three more rounds: nothing moves once the cluster is full
-        assert elastic(recorder.latest) == 8
+        # Three more rounds of the autoscaler: nothing moves once the cluster is full.
+        rounds = elastic_rounds(cluster)
+        testing.wait_until(
+            "three more elastic rounds", lambda: elastic_rounds(cluster) >= rounds + 3, 30
+        )
+        assert elastic(recorder.sample()) == 8
 
     # Never more elastic replicas than GPUs left over, never below minReplicas.
     for sample in recorder.samples:

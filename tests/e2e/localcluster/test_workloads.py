@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,12 +12,23 @@ from typing import Any
 
 import pytest
 
+from localcluster import testing
 from localcluster.testing import LocalCluster, running_cluster
 
 pytestmark = pytest.mark.e2e
 
 WAIT = 60.0
-Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+
+class Kubectl:
+    """kubectl in one namespace of the test's own."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+
+    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.cluster.kubectl("-n", self.namespace, *args, check=check)
 
 
 @pytest.fixture(scope="module")
@@ -39,23 +49,11 @@ def kubectl(cluster: LocalCluster) -> Kubectl:
     """kubectl in a namespace of this test's own."""
     namespace = f"wl-{uuid.uuid4().hex[:6]}"
     cluster.kubectl("create", "namespace", namespace)
-
-    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return cluster.kubectl("-n", namespace, *args, check=check)
-
-    run.namespace = namespace  # type: ignore[attr-defined]
-    return run
+    return Kubectl(cluster, namespace)
 
 
 def wait_for(read: Callable[[], Any], done: Callable[[Any], bool], what: str) -> Any:
-    deadline = time.monotonic() + WAIT
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = read()
-        if done(last):
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last}")
+    return testing.wait_for(read, done, what, WAIT, interval=0.2)
 
 
 def items(kubectl: Kubectl, kind: str, selector: str) -> list[dict[str, Any]]:
@@ -195,7 +193,7 @@ def test_replica_set_pods_outlive_the_pod_runtime(kubectl: Kubectl) -> None:
 def test_helm_install_wait_of_a_created_chart(
     cluster: LocalCluster, kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    namespace: str = kubectl.namespace  # type: ignore[attr-defined]
+    namespace = kubectl.namespace
 
     def helm(*args: str) -> subprocess.CompletedProcess[str]:
         return cluster.helm(*args, home=tmp_path / "helm-home")

@@ -11,8 +11,10 @@ import pytest
 from localcluster.testing import LocalCluster, running_cluster
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    # One cluster for the folder's modules (each test has a namespace of its own, deleted with
+    # its pods; what they read cluster-wide, the default Queue and metric names, they only read).
     # Pods run for ten minutes unless they say otherwise: gangs stay Running while tested.
     with running_cluster(
         tmp_path_factory.mktemp("podgroups"), controller=True, nodes=2, pod_runtime="600s"

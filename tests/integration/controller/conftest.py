@@ -14,7 +14,13 @@ import pytest
 from controller.job.shell.runner import Controller
 from controller.settings import Settings
 from kubeio.client import JOBS, PODGROUPS, PODS, Kube
-from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
+from localcluster.testing import (
+    LocalCluster,
+    running_cluster,
+    tools_env,
+    vcjob_executable,
+    wait_until,
+)
 
 WAIT = 30.0
 _names = itertools.count()
@@ -134,14 +140,7 @@ class Kubelet:
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+    return wait_until(what, check, timeout, interval=0.1)
 
 
 def still(what: str, check: Callable[[], bool], seconds: float) -> None:

@@ -11,8 +11,10 @@ import pytest
 
 from kubeio.client import COMMANDS, JOBS, Kube
 from kubeio.errors import KubeError
+from tests.support import wait_for
 
 Kubelet = Any
+WAIT = 30.0
 pytestmark = pytest.mark.slow
 
 
@@ -82,8 +84,10 @@ def start(kubelet: Kubelet, job: str, replicas: int, **kw: Any) -> None:
 
 
 def seen(watch: Callable[[], list[str]], kubelet: Kubelet, expected: list[str]) -> None:
-    kubelet.wait(f"phases {expected}", lambda: watch() == expected or watch()[: len(expected)])
-    kubelet.wait(f"phases {expected} (got {watch()})", lambda: watch() == expected)
+    """The watch carried exactly `expected`: wait until it carried as many phases, then compare
+    (a phase written over before the watch saw it would leave the sequence short and time out)."""
+    phases = wait_for(watch, lambda p: len(p) >= len(expected), f"the phases {expected}", WAIT)
+    assert phases == expected
 
 
 def test_restart_job_writes_restarting_then_pending(

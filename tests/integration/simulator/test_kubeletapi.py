@@ -30,7 +30,8 @@ import pytest
 from localcluster.simulator import spdy
 from localcluster.simulator.client import KubeClient
 from localcluster.simulator.images import ImageMapping
-from localcluster.simulator.kubeletapi import KubeletServer, NodePods, PodEntry
+from localcluster.simulator.kubeletapi import KubeletServer
+from localcluster.simulator.kubeletpods import NodePods, PodEntry
 from localcluster.simulator.runtime import ProcessRuntime, runtime_available
 from localcluster.testing import wait_until
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from localcluster import testing
 from localcluster.simulator.client import PODGROUPS, PODS, ApiError, KubeClient
 from localcluster.testing import LocalCluster, running_cluster
 
@@ -70,14 +71,7 @@ def make_pod(
 
 
 def wait_for(read: Any, done: Any, what: str, timeout: float = WAIT, interval: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = read()
-        if done(last):
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last}")
+    return testing.wait_for(read, done, what, timeout, interval)
 
 
 def phase_of(obj: dict[str, Any]) -> str:
@@ -140,9 +134,9 @@ def test_on_failure_restarts_the_container(client: KubeClient, namespace: str) -
 
 
 def test_gang_waits_until_capacity_frees(client: KubeClient, namespace: str) -> None:
-    # Each blocker takes 3 of a node's 4 CPUs for 3 s: 2 CPUs stay free, the gang needs 3.
+    # Each blocker takes 3 of a node's 4 CPUs for 5 s: 2 CPUs stay free, the gang needs 3.
     for index in (1, 2):
-        blocker = make_pod(f"blocker-{index}", cpu="3", annotations={"sim.vcjob.io/runtime": "3s"})
+        blocker = make_pod(f"blocker-{index}", cpu="3", annotations={"sim.vcjob.io/runtime": "5s"})
         client.create(PODS, blocker, namespace)
     wait_for(
         lambda: [client.get(PODS, f"blocker-{i}", namespace) for i in (1, 2)],
@@ -160,8 +154,15 @@ def test_gang_waits_until_capacity_frees(client: KubeClient, namespace: str) -> 
         member = make_pod(f"member-{index}", cpu="1", scheduler="volcano", group="gang")
         client.create(PODS, member, namespace)
 
-    time.sleep(1.0)
-    waiting = client.get(PODGROUPS, "gang", namespace)
+    # The scheduler has looked at the gang and refused it while the blockers run.
+    waiting = wait_for(
+        lambda: client.get(PODGROUPS, "gang", namespace),
+        lambda g: any(
+            c.get("type") == "Unschedulable" and c.get("status") == "True"
+            for c in (g.get("status") or {}).get("conditions") or []
+        ),
+        "the gang refused for want of capacity",
+    )
     assert phase_of(waiting) == "Pending"
     for index in range(3):
         assert not client.get(PODS, f"member-{index}", namespace)["spec"].get("nodeName")

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from localcluster.testing import LocalCluster, running_cluster
+
 VCJOB = str(Path(sys.executable).with_name("vcjob"))
 START_TIMEOUT = 20.0
 
@@ -129,3 +131,11 @@ def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess
     )
     yield process
     stop(process)
+
+
+@pytest.fixture(scope="package")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """`vcjob local up` without the node agent, for what kubectl users see of the webhook: one
+    cluster for the folder's modules (they create only uniquely named objects)."""
+    with running_cluster(tmp_path_factory.mktemp("kubectl"), simulator=False) as running:
+        yield running

@@ -4,13 +4,12 @@ queue check on). Valid examples are created; invalid ones are refused with the d
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.testing import LocalCluster
 from shared.fielderrors import render
 from shared.models import Queue
 from webhook.rules.job_warnings import job_warnings
@@ -32,12 +31,6 @@ class DefaultQueueOnly:
 REPO = Path(__file__).resolve().parents[3]
 INVALID = sorted((REPO / "examples" / "invalid").glob("*.yaml"))
 DENIED = "# denied: "
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path_factory.mktemp("local"), simulator=False) as running:
-        yield running
 
 
 def kubectl_invalid(kind: str, name: str, problems: list[str]) -> str:

@@ -5,20 +5,12 @@ PodGroup, Pod, HyperNode), the defaults, Volcano's phrases and the warnings."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from localcluster.testing import LocalCluster, running_cluster, wait_until
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path_factory.mktemp("objects"), simulator=False) as running:
-        yield running
+from localcluster.testing import LocalCluster, wait_until
 
 
 def create(cluster: LocalCluster, obj: dict[str, Any], *args: str) -> Any:

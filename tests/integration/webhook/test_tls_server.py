@@ -21,6 +21,7 @@ import pytest
 from cryptography import x509
 
 from shared import certgen, labels
+from tests.support import wait_until
 
 # The fixture's process handle (conftest.WebhookProcess): url, ports, ca, logs, proc.
 WebhookProcess = Any
@@ -349,7 +350,14 @@ def test_a_client_gone_mid_body_logs_one_short_line(start_webhook: StartWebhook)
     while not any("disconnected" in str(e.get("msg")) for e in webhook.logs):
         assert time.monotonic() < deadline, webhook.logs
         time.sleep(0.05)
-    time.sleep(0.3)
+    # Every line the webhook wrote has been read once its last one has.
+    webhook.terminate()
+    wait_until(
+        "the webhook's last log line",
+        lambda: any(e.get("msg") == "webhook stopped" for e in webhook.logs),
+        timeout=20,
+        interval=0.05,
+    )
     text = json.dumps(webhook.logs)
     assert "Exception in ASGI application" not in text
     assert "Traceback" not in text

@@ -20,12 +20,11 @@ import pytest
 from controller.job.decide import podview
 from controller.job.shell.runner import Controller
 from controller.settings import Settings
-from kubeio.client import COMMANDS, JOBS, PODGROUPS, PODS, Resource
+from kubeio.client import COMMANDS, JOBS, PODGROUPS, PODS, ApiClient, Resource
 from kubeio.clock import ManualClock
 from kubeio.errors import TransientError
 from shared import labels
-
-from .conftest import FakeKube
+from tests.support import FakeKube
 
 KEY = "ns/j"
 UID = "job-uid-1"
@@ -206,7 +205,7 @@ def _user(kube: FakeKube, scenario: Scenario, issued: set[str]) -> None:
 
 def _new_controller(kube: FakeKube, clock: ManualClock) -> Controller:
     settings = Settings(leader_elect=False, health_port=None, metrics_port=None, workers=1)
-    return Controller(settings, None, clock=clock, kube=kube)  # type: ignore[arg-type]
+    return Controller(settings, ApiClient(), clock=clock, kube=kube)
 
 
 def _refresh(ctl: Controller, kube: FakeKube) -> None:
@@ -308,7 +307,7 @@ SCENARIOS = [
 ]
 
 
-def _outcome(kube: FakeKube) -> tuple[str, int, int, int]:
+def _outcome(kube: FaultyKube) -> tuple[str, int, int, int]:
     status = _job_of(kube).get("status") or {}
     return (
         _phase(kube),

@@ -11,7 +11,7 @@ import pytest
 from controller.job.decide.model import Observed, Plan, PlanSettings
 from controller.job.shell.runner import Controller
 from controller.settings import Settings
-from kubeio.client import COMMANDS, JOBS, PODS
+from kubeio.client import COMMANDS, JOBS, PODS, ApiClient
 from kubeio.clock import ManualClock
 from kubeio.errors import ConflictError, PartialProgressError, PermanentError, TransientError
 
@@ -37,7 +37,7 @@ class ScriptedPlanner:
 def harness(fake_kube: Any) -> Iterator[tuple[Controller, ScriptedPlanner, Any]]:
     planner = ScriptedPlanner()
     settings = Settings(leader_elect=False, health_port=None, metrics_port=None, workers=1)
-    ctl = Controller(settings, None, reconcile=planner, clock=ManualClock(), kube=fake_kube)  # type: ignore[arg-type]
+    ctl = Controller(settings, ApiClient(), reconcile=planner, clock=ManualClock(), kube=fake_kube)
     job = fake_kube.put(
         JOBS,
         {

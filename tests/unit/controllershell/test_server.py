@@ -16,8 +16,9 @@ from controller.job.decide.model import Plan
 from controller.job.shell.runner import Controller
 from controller.server import HttpEndpoints
 from controller.settings import Settings
-from kubeio.client import JOBS
+from kubeio.client import JOBS, ApiClient
 from kubeio.clock import ManualClock
+from tests.support import FakeKube, wait_until
 
 
 def get(port: int, path: str) -> tuple[int, str]:
@@ -66,7 +67,19 @@ def test_probes_report_their_checks_and_metrics_are_served() -> None:
         endpoints.stop()
 
 
-def test_workers_wait_until_every_cache_has_listed(fake_kube: Any) -> None:
+class CountedEvent(threading.Event):
+    """A reflector's "synced" flag that counts how often it is read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def is_set(self) -> bool:
+        self.reads += 1
+        return super().is_set()
+
+
+def test_workers_wait_until_every_cache_has_listed(fake_kube: FakeKube) -> None:
     seen: list[str] = []
 
     def planner(observed: Any, settings: Any) -> Plan:
@@ -74,21 +87,23 @@ def test_workers_wait_until_every_cache_has_listed(fake_kube: Any) -> None:
         return Plan()
 
     settings = Settings(leader_elect=False, health_port=None, metrics_port=None, workers=1)
-    ctl = Controller(settings, None, reconcile=planner, clock=ManualClock(), kube=fake_kube)  # type: ignore[arg-type]
+    ctl = Controller(settings, ApiClient(), reconcile=planner, clock=ManualClock(), kube=fake_kube)
     job = fake_kube.put(
         JOBS, {"kind": "Job", "metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
     )
     ctl.cache.upsert("Job", job)
+    synced = CountedEvent()
+    ctl.reflectors[0]._synced = synced
     worker = threading.Thread(target=ctl._work, args=("w",), daemon=True)
     worker.start()
     ctl.queue.add("ns/j")
-    time.sleep(0.3)
+    # The worker has looked at the unsynced cache several times with the key waiting for it.
+    wait_until("the worker checking the caches", lambda: synced.reads >= 3, timeout=10)
     assert seen == [], "nothing is reconciled before the caches synced"
+    assert len(ctl.queue) == 1
     for reflector in ctl.reflectors:
         reflector._synced.set()
-    deadline = time.monotonic() + 5
-    while not seen and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until("the job reconciled", lambda: seen, timeout=5, interval=0.02)
     assert seen == ["j"]
     ctl.queue.shutdown()
     worker.join(timeout=5)

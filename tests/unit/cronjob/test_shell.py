@@ -8,53 +8,19 @@ from typing import Any
 
 import pytest
 
-from controller.cronjob.shell import CronJobController
-from kubeio.client import Resource
+from controller.cronjob.shell import CRONJOBS, CronJobController
+from kubeio.client import JOBS
 from kubeio.clock import ManualClock
-from kubeio.errors import AlreadyExistsError, KubeError
+from kubeio.errors import KubeError
+from kubeio.events import EventRecorder
+from tests.support import FakeKube
 
 NOW = datetime(2026, 1, 10, 9, 5, 10, tzinfo=UTC)
 
 
-class FakeKube:
-    def __init__(self) -> None:
-        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self.calls: list[tuple[str, str, str]] = []
-        self.refuse_create: KubeError | None = None
-
-    def create(self, res: Resource, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        name = body["metadata"]["name"]
-        self.calls.append(("create", res.plural, name))
-        if self.refuse_create is not None:
-            raise self.refuse_create
-        if (res.plural, namespace, name) in self.objects:
-            raise AlreadyExistsError(f"{name} exists", 409)
-        stored = {**body, "metadata": {**body["metadata"], "uid": f"uid-{name}"}}
-        self.objects[(res.plural, namespace, name)] = stored
-        return stored
-
-    def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any]:
-        return self.objects[(res.plural, namespace, name)]
-
-    def delete(self, res: Resource, namespace: str, name: str, **_: Any) -> None:
-        self.calls.append(("delete", res.plural, name))
-        self.objects.pop((res.plural, namespace, name), None)
-
-    def merge_patch(
-        self, res: Resource, namespace: str, name: str, patch: dict[str, Any], sub: str = ""
-    ) -> dict[str, Any]:
-        self.calls.append(("patch", f"{res.plural}/{sub}", name))
-        current = self.objects.setdefault((res.plural, namespace, name), {"metadata": {}})
-        current.update(patch)
-        return current
-
-
-class FakeRecorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-
-    def record(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
-        self.events.append((event_type, reason))
+def given(controller: CronJobController, kube: FakeKube, obj: dict[str, Any]) -> None:
+    """A CronJob in the API and, as its watch would deliver it, in the controller's informer."""
+    controller.cronjobs.put(kube.put(CRONJOBS, obj))
 
 
 def cronjob(policy: str = "Allow", active: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -93,41 +59,41 @@ def owned_job(name: str, phase: str = "Running") -> dict[str, Any]:
 
 
 @pytest.fixture
-def setup() -> tuple[CronJobController, FakeKube, FakeRecorder]:
-    kube, recorder = FakeKube(), FakeRecorder()
+def setup() -> tuple[CronJobController, FakeKube]:
+    kube = FakeKube()
+    recorder = EventRecorder(kube, "test")
     clock = ManualClock(NOW)
     controller = CronJobController(
-        kube,  # type: ignore[arg-type]
-        recorder,  # type: ignore[arg-type]
+        kube,
+        recorder,
         lambda: True,
         clock=clock,
         default_zone=UTC,
     )
-    return controller, kube, recorder
+    return controller, kube
 
 
 def test_a_due_slot_creates_the_job_and_records_it(setup: Any) -> None:
-    controller, kube, recorder = setup
-    controller.cronjobs.put(cronjob())
+    controller, kube = setup
+    given(controller, kube, cronjob())
     requeue = controller.sync("ml/nightly")
     name = f"nightly-{int(datetime(2026, 1, 10, 9, 5, tzinfo=UTC).timestamp()) // 60}"
-    assert kube.calls == [("create", "jobs", name), ("patch", "cronjobs/status", "nightly")]
+    assert kube.changes() == [("create", "jobs", name), ("patch/status", "cronjobs", "nightly")]
     status = kube.objects[("cronjobs", "ml", "nightly")]["status"]
     assert [a["name"] for a in status["active"]] == [name]
-    assert status["active"][0]["uid"] == f"uid-{name}"
+    assert status["active"][0]["uid"] == kube.stored(JOBS, "ml", name)["metadata"]["uid"]
     assert status["lastScheduleTime"] == "2026-01-10T09:05:00Z"
-    assert ("Normal", "SuccessfulCreate") in recorder.events
+    assert ("Normal", "SuccessfulCreate") in [(t, r) for t, r, _ in kube.events()]
     assert requeue is not None and 289 < requeue.total_seconds() < 291
 
 
 def test_an_existing_job_of_ours_is_taken_into_active(setup: Any) -> None:
-    controller, kube, _ = setup
-    controller.cronjobs.put(cronjob())
+    controller, kube = setup
+    given(controller, kube, cronjob())
     controller.sync("ml/nightly")
     job_name = next(n for (p, _, n) in kube.objects if p == "jobs")
-    kube.objects.pop(("cronjobs", "ml", "nightly"))
     kube.calls.clear()
-    controller.cronjobs.put(cronjob())  # the status write was lost
+    given(controller, kube, cronjob())  # the status write was lost
     controller.jobs.put({"metadata": {}})  # an unrelated object does not count
     controller.sync("ml/nightly")
     status = kube.objects[("cronjobs", "ml", "nightly")]["status"]
@@ -135,28 +101,30 @@ def test_an_existing_job_of_ours_is_taken_into_active(setup: Any) -> None:
 
 
 def test_a_refused_create_is_an_event_and_an_error_and_the_slot_stays_due(setup: Any) -> None:
-    controller, kube, recorder = setup
-    kube.refuse_create = KubeError("admission webhook denied: the queue is Closed", 422)
-    controller.cronjobs.put(cronjob())
+    controller, kube = setup
+    kube.failures[("create", "jobs")] = [
+        KubeError("admission webhook denied: the queue is Closed", 422)
+    ]
+    given(controller, kube, cronjob())
     with pytest.raises(KubeError):
         controller.sync("ml/nightly")
-    assert ("Warning", "FailedCreate") in recorder.events
-    assert ("patch", "cronjobs/status", "nightly") not in kube.calls
+    assert ("Warning", "FailedCreate") in [(t, r) for t, r, _ in kube.events()]
+    assert ("patch/status", "cronjobs", "nightly") not in kube.changes()
 
 
 def test_replace_deletes_the_active_job_first(setup: Any) -> None:
-    controller, kube, recorder = setup
+    controller, kube = setup
     ref = {"name": "nightly-old", "uid": "uid-nightly-old", "kind": "Job"}
-    controller.cronjobs.put(cronjob("Replace", [ref]))
-    controller.jobs.put(owned_job("nightly-old"))
+    given(controller, kube, cronjob("Replace", [ref]))
+    controller.jobs.put(kube.put(JOBS, owned_job("nightly-old")))
     controller.sync("ml/nightly")
-    assert kube.calls[0] == ("delete", "jobs", "nightly-old")
-    assert kube.calls[1][0] == "create"
-    assert ("Warning", "ReplaceConcurrent") in recorder.events
+    assert kube.changes()[0] == ("delete", "jobs", "nightly-old")
+    assert kube.changes()[1][0] == "create"
+    assert ("Warning", "ReplaceConcurrent") in [(t, r) for t, r, _ in kube.events()]
 
 
 def test_job_events_wake_their_cronjob(setup: Any) -> None:
-    controller, _, _ = setup
+    controller, _ = setup
     controller._on_job(None, owned_job("nightly-1"))
     assert controller.queue.get(timeout=0.1) == "ml/nightly"
     controller._on_job(None, {"metadata": {"name": "other", "namespace": "ml"}})
@@ -164,6 +132,6 @@ def test_job_events_wake_their_cronjob(setup: Any) -> None:
 
 
 def test_a_deleted_cronjob_is_left_alone(setup: Any) -> None:
-    controller, kube, _ = setup
+    controller, kube = setup
     assert controller.sync("ml/missing") is None
-    assert kube.calls == []
+    assert kube.changes() == []

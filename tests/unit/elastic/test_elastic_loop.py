@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,9 +14,10 @@ from prometheus_client import CollectorRegistry
 
 from controller.elastic.decide.plan import ScaleDecision
 from controller.elastic.decide.views import RESIZED_AT_KEY
-from controller.elastic.shell import JSON_PATCH, ElasticLoop, replicas_patch
-from kubeio.client import Kube, Resource
-from kubeio.errors import PermanentError, TransientError
+from controller.elastic.shell import JSON_PATCH, NODES, ElasticLoop, replicas_patch
+from kubeio.client import JOBS, ApiClient, Resource
+from kubeio.errors import TransientError
+from tests.support import FakeKube, wait_until
 
 GPU = "nvidia.com/gpu"
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -47,43 +48,28 @@ def gpu_node(name: str, gpus: int) -> dict[str, Any]:
     return {"metadata": {"name": name}, "status": {"allocatable": {GPU: str(gpus)}}}
 
 
-class FakeKube:
-    """Lists, JSON Patches and creates over in-memory objects, with injectable failures."""
+def api(objects: dict[Resource, list[dict[str, Any]]]) -> FakeKube:
+    kube = FakeKube()
+    for res, items in objects.items():
+        for obj in items:
+            kube.put(res, obj)
+    return kube
 
-    def __init__(self, objects: dict[str, list[dict[str, Any]]]) -> None:
-        self.objects = objects
-        self.patches: list[tuple[str, Any, str]] = []
-        self.created: list[dict[str, Any]] = []
-        self.list_failures: list[Exception] = []
-        self.before_patch: list[Any] = []
 
-    def list(self, res: Resource, **_: Any) -> tuple[list[dict[str, Any]], str]:
-        if self.list_failures:
-            raise self.list_failures.pop(0)
-        return copy.deepcopy(self.objects.get(res.plural, [])), "1"
+def replicas(kube: FakeKube, name: str) -> int:
+    return int(kube.stored(JOBS, "default", name)["spec"]["tasks"][1]["replicas"])
 
-    def request(self, method: str, path: str, *, body: Any, content_type: str) -> Any:
-        assert method == "PATCH"
-        self.patches.append((path, body, content_type))
-        for hook in self.before_patch:
-            hook()
-        name = path.rsplit("/", 1)[-1]
-        jobs = self.objects["jobs"]
-        index = next(i for i, j in enumerate(jobs) if j["metadata"]["name"] == name)
-        try:
-            jobs[index] = jsonpatch.JsonPatch(body).apply(jobs[index])
-        except jsonpatch.JsonPatchException as exc:
-            raise PermanentError(f"PATCH {path}: 422 Invalid: {exc}", 422, "Invalid") from exc
-        return copy.deepcopy(jobs[index])
 
-    def create(self, res: Resource, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        assert res.plural == "events"
-        self.created.append(body)
-        return body
+def patches(kube: FakeKube) -> list[tuple[str, str, Any, str]]:
+    return [r for r in kube.requests if r[0] == "PATCH"]
 
-    def replicas(self, name: str) -> int:
-        job = next(j for j in self.objects["jobs"] if j["metadata"]["name"] == name)
-        return int(job["spec"]["tasks"][1]["replicas"])
+
+def events(kube: FakeKube) -> list[dict[str, Any]]:
+    return [o for (plural, _ns, _name), o in kube.objects.items() if plural == "events"]
+
+
+def before_patch(kube: FakeKube, action: Callable[[], None]) -> None:
+    kube.before.append(lambda verb, _plural, _name: action() if verb == "patch" else None)
 
 
 def make_loop(
@@ -91,20 +77,20 @@ def make_loop(
     registry: CollectorRegistry,
     *,
     dry_run: bool = False,
-    leader: bool = True,
+    leader: bool | Callable[[], bool] = True,
     stop: threading.Event | None = None,
     resize_cooldown: float = 0.0,
 ) -> ElasticLoop:
     return ElasticLoop(
-        None,  # type: ignore[arg-type]
+        ApiClient(),
         0.01,
         dry_run,
         1,
         GPU,
-        lambda: leader,
+        leader if callable(leader) else (lambda: leader),
         stop or threading.Event(),
         registry=registry,
-        kube=kube,  # type: ignore[arg-type]
+        kube=kube,
         now=lambda: NOW,
         resize_cooldown=resize_cooldown,
     )
@@ -117,20 +103,14 @@ def value(registry: CollectorRegistry, name: str) -> float:
 
 @pytest.fixture
 def kube() -> FakeKube:
-    return FakeKube(
-        {
-            "jobs": [elastic_job("a", 1)],
-            "nodes": [gpu_node("n1", 4), gpu_node("n2", 4)],
-            "pods": [],
-        }
-    )
+    return api({JOBS: [elastic_job("a", 1)], NODES: [gpu_node("n1", 4), gpu_node("n2", 4)]})
 
 
 def test_a_round_patches_replicas_behind_tests_and_records_an_event(kube: FakeKube) -> None:
     registry = CollectorRegistry()
     (decision,) = make_loop(kube, registry).run_round()
     assert (decision.from_replicas, decision.to_replicas) == (1, 6)
-    path, body, content_type = kube.patches[0]
+    _, path, body, content_type = patches(kube)[0]
     assert path == "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs/a"
     assert content_type == JSON_PATCH
     assert body == [
@@ -143,8 +123,8 @@ def test_a_round_patches_replicas_behind_tests_and_records_an_event(kube: FakeKu
             "value": {RESIZED_AT_KEY: '{"worker":"2026-01-01T12:00:00Z"}'},
         },
     ]
-    assert kube.replicas("a") == 6
-    (event,) = kube.created
+    assert replicas(kube, "a") == 6
+    (event,) = events(kube)
     assert event["reason"] == "Scaled"
     assert event["type"] == "Normal"
     assert event["message"] == "Scaled task worker 1→6: 7 GPUs idle"
@@ -165,7 +145,7 @@ def test_the_next_round_changes_nothing(kube: FakeKube) -> None:
     loop = make_loop(kube, CollectorRegistry())
     loop.run_round()
     assert loop.run_round() == []
-    assert len(kube.patches) == 1
+    assert len(patches(kube)) == 1
 
 
 def test_a_concurrent_edit_is_never_overwritten(
@@ -174,13 +154,13 @@ def test_a_concurrent_edit_is_never_overwritten(
     registry = CollectorRegistry()
 
     def someone_scales_by_hand() -> None:
-        kube.objects["jobs"][0]["spec"]["tasks"][1]["replicas"] = 2
+        kube.stored(JOBS, "default", "a")["spec"]["tasks"][1]["replicas"] = 2
 
-    kube.before_patch.append(someone_scales_by_hand)
+    before_patch(kube, someone_scales_by_hand)
     with caplog.at_level(logging.WARNING, logger="controller.elastic"):
         make_loop(kube, registry).run_round()
-    assert kube.replicas("a") == 2
-    assert kube.created == []
+    assert replicas(kube, "a") == 2
+    assert events(kube) == []
     assert value(registry, "volcano_elastic_scale_ups_total") == 0
     assert [r.getMessage() for r in caplog.records] == ["elastic scale rejected"]
 
@@ -189,8 +169,8 @@ def test_dry_run_logs_without_patching(kube: FakeKube, caplog: pytest.LogCapture
     with caplog.at_level(logging.INFO, logger="controller.elastic"):
         decisions = make_loop(kube, CollectorRegistry(), dry_run=True).run_round()
     assert len(decisions) == 1
-    assert kube.patches == []
-    assert kube.created == []
+    assert patches(kube) == []
+    assert events(kube) == []
     (record,) = [r for r in caplog.records if r.getMessage() == "elastic scale planned"]
     assert record.__dict__["to_replicas"] == 6
     assert record.__dict__["dry_run"] is True
@@ -199,7 +179,7 @@ def test_dry_run_logs_without_patching(kube: FakeKube, caplog: pytest.LogCapture
 def test_a_malformed_job_is_skipped_and_the_rest_scaled(kube: FakeKube) -> None:
     bad = elastic_job("bad", 1)
     bad["spec"]["tasks"][1]["replicas"] = "many"
-    kube.objects["jobs"].insert(0, bad)
+    kube.put(JOBS, bad)
     decisions = make_loop(kube, CollectorRegistry()).run_round()
     assert [d.job for d in decisions] == ["a"]
 
@@ -209,42 +189,49 @@ def test_errors_in_a_round_are_logged_and_the_loop_goes_on(
 ) -> None:
     registry = CollectorRegistry()
     stop = threading.Event()
-    kube.list_failures.append(TransientError("GET /apis/...: 500 InternalError"))
-    kube.before_patch.append(stop.set)  # the second round patches; then stop
+    kube.failures[("list", "jobs")] = [TransientError("GET /apis/...: 500 InternalError")]
+    before_patch(kube, stop.set)  # the second round patches; then stop
     loop = make_loop(kube, registry, stop=stop)
     thread = threading.Thread(target=loop.run)
     with caplog.at_level(logging.ERROR, logger="controller.elastic"):
         thread.start()
         thread.join(timeout=10)
     assert not thread.is_alive()
-    assert kube.replicas("a") == 6
+    assert replicas(kube, "a") == 6
     assert value(registry, "volcano_elastic_round_errors_total") == 1
     assert "elastic round failed" in [r.getMessage() for r in caplog.records]
 
 
 def test_only_the_leader_scales(kube: FakeKube) -> None:
     stop = threading.Event()
-    loop = make_loop(kube, CollectorRegistry(), leader=False, stop=stop)
+    checks: list[bool] = []
+
+    def follower() -> bool:
+        checks.append(False)
+        return False
+
+    loop = make_loop(kube, CollectorRegistry(), leader=follower, stop=stop)
     thread = threading.Thread(target=loop.run)
     thread.start()
-    stop.wait(0.1)
+    # Several rounds came due and each asked whether this instance leads.
+    wait_until("three rounds of a follower", lambda: len(checks) >= 3, timeout=10, interval=0.01)
     stop.set()
     thread.join(timeout=10)
     assert not thread.is_alive()
-    assert kube.patches == []
+    assert patches(kube) == []
 
 
 def test_the_period_must_be_positive() -> None:
     with pytest.raises(ValueError, match="period must be positive"):
         ElasticLoop(
-            None,  # type: ignore[arg-type]
+            ApiClient(),
             0,
             False,
             1,
             GPU,
             lambda: True,
             threading.Event(),
-            kube=Kube.__new__(Kube),
+            kube=FakeKube(),
         )
 
 
@@ -254,16 +241,9 @@ def test_without_elastic_jobs_a_round_lists_only_the_jobs() -> None:
     for spec in fixed["spec"]["tasks"]:
         spec.pop("minReplicas", None)
         spec.pop("maxReplicas", None)
-    listed: list[str] = []
-
-    class CountingKube(FakeKube):
-        def list(self, res: Resource, **kw: Any) -> tuple[list[dict[str, Any]], str]:
-            listed.append(res.plural)
-            return super().list(res, **kw)
-
-    kube = CountingKube({"jobs": [fixed], "nodes": [gpu_node("n", 8)], "pods": []})
+    kube = api({JOBS: [fixed], NODES: [gpu_node("n", 8)]})
     assert make_loop(kube, CollectorRegistry()).run_round() == []
-    assert listed == ["jobs"]
+    assert [plural for verb, plural, _ in kube.calls if verb == "list"] == ["jobs"]
 
 
 def test_the_resize_time_joins_the_annotations_a_job_already_has() -> None:
@@ -286,19 +266,20 @@ def test_a_task_in_its_cooldown_is_not_grown(
 ) -> None:
     at = NOW.timestamp() - resized_seconds_ago
     stamp = datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
-    kube.objects["jobs"][0]["metadata"]["annotations"] = {RESIZED_AT_KEY: f'{{"worker":"{stamp}"}}'}
+    job = kube.stored(JOBS, "default", "a")
+    job["metadata"]["annotations"] = {RESIZED_AT_KEY: f'{{"worker":"{stamp}"}}'}
     decisions = make_loop(kube, CollectorRegistry(), resize_cooldown=10.0).run_round()
     assert bool(decisions) is grows
-    assert kube.replicas("a") == (6 if grows else 1)
+    assert replicas(kube, "a") == (6 if grows else 1)
 
 
 def test_two_resizes_of_one_job_in_a_round_keep_both_times() -> None:
     job = elastic_job("a", 1)
     job["spec"]["tasks"][0].update(minReplicas=1, maxReplicas=3)
-    kube = FakeKube({"jobs": [job], "nodes": [gpu_node("n1", 4)], "pods": []})
+    kube = api({JOBS: [job], NODES: [gpu_node("n1", 4)]})
     make_loop(kube, CollectorRegistry()).run_round()
-    (patched,) = kube.objects["jobs"]
-    assert len(kube.patches) == 2
+    patched = kube.stored(JOBS, "default", "a")
+    assert len(patches(kube)) == 2
     assert patched["metadata"]["annotations"][RESIZED_AT_KEY] == (
         '{"ps":"2026-01-01T12:00:00Z","worker":"2026-01-01T12:00:00Z"}'
     )

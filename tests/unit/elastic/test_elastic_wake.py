@@ -14,7 +14,8 @@ from controller.elastic.decide.wake import has_elastic_task, wakes_autoscaler
 from controller.elastic.shell import ElasticLoop
 from controller.job.shell.cache import Cache
 from controller.job.shell.phasewatch import JobPhaseStore
-from localcluster.testing import wait_until
+from kubeio.client import ApiClient
+from tests.support import FakeKube, wait_until
 
 
 @pytest.mark.parametrize(
@@ -131,19 +132,24 @@ def test_without_elastic_jobs_arrivals_do_not_wake_the_autoscaler() -> None:
     assert len(woken) == 2
 
 
-class CountingKube:
-    def __init__(self) -> None:
-        self.lists = 0
+class CountedEvent(threading.Event):
+    """The loop's wake-up flag, counting the waits that timed out (no wake-up came)."""
 
-    def list(self, *_: Any, **__: Any) -> tuple[list[dict[str, Any]], str]:
-        self.lists += 1
-        return [], "1"
+    def __init__(self) -> None:
+        super().__init__()
+        self.idle_waits = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        woken = super().wait(timeout)
+        if not woken:
+            self.idle_waits += 1
+        return woken
 
 
 def test_a_wake_up_brings_the_next_round_forward_after_the_minimum_spacing() -> None:
-    kube, stop = CountingKube(), threading.Event()
+    kube, stop = FakeKube(), threading.Event()
     loop = ElasticLoop(
-        None,  # type: ignore[arg-type]
+        ApiClient(),
         60.0,
         False,
         1,
@@ -151,18 +157,26 @@ def test_a_wake_up_brings_the_next_round_forward_after_the_minimum_spacing() -> 
         lambda: True,
         stop,
         registry=CollectorRegistry(),
-        kube=kube,  # type: ignore[arg-type]
+        kube=kube,
         min_spacing=0.05,
     )
+    waits = CountedEvent()
+    loop._wake = waits
+
+    def rounds() -> int:
+        return sum(1 for verb, plural, _ in kube.calls if (verb, plural) == ("list", "jobs"))
+
     thread = threading.Thread(target=loop.run, daemon=True)
     thread.start()
     try:
-        wait_until("the first round", lambda: kube.lists == 1, timeout=5)
-        time.sleep(0.1)
-        assert kube.lists == 1  # the period is a minute
+        wait_until("the first round", lambda: rounds() == 1, timeout=5, interval=0.01)
+        # The loop has since woken up twice on its own and gone back to sleep: the period is a
+        # minute, so no round came of it.
+        wait_until("two idle waits", lambda: waits.idle_waits >= 2, timeout=10, interval=0.01)
+        assert rounds() == 1
         started = time.monotonic()
         loop.wake()
-        wait_until("the round the wake-up brings", lambda: kube.lists == 2, timeout=5)
+        wait_until("the round the wake-up brings", lambda: rounds() == 2, timeout=5, interval=0.01)
         assert time.monotonic() - started < 2
     finally:
         stop.set()

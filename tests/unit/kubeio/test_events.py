@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from kubeio.client import Resource
 from kubeio.clock import ManualClock
 from kubeio.events import EventRecorder, SimilarEvents, event_name, unix_nanos
+from tests.support import FakeKube
 
 
-class Events:
-    """Just the Event writes of `kubeio.client.Kube`, in memory."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, dict[str, Any]] = {}
-
-    def create(self, res: Resource, namespace: str | None, body: dict[str, Any]) -> Any:
-        assert body["metadata"]["name"] not in self.objects, "event names are unique"
-        self.objects[body["metadata"]["name"]] = copy.deepcopy(body)
-        return body
-
-    def merge_patch(
-        self, res: Resource, namespace: str | None, name: str, patch: dict[str, Any], sub: str = ""
-    ) -> Any:
-        self.objects[name].update(patch)
-        return self.objects[name]
+def events(kube: FakeKube) -> dict[str, dict[str, Any]]:
+    """The stored Events by name."""
+    return {name: o for (plural, _ns, name), o in kube.objects.items() if plural == "events"}
 
 
 JOB = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
@@ -51,39 +37,39 @@ def test_event_name_is_the_object_and_its_unix_nanoseconds_in_hex(
 
 
 def test_names_follow_the_order_of_recording_even_on_a_clock_that_stands_still() -> None:
-    kube = Events()
-    recorder = EventRecorder(kube, "me", ManualClock())  # type: ignore[arg-type]
+    kube = FakeKube()
+    recorder = EventRecorder(kube, "me", ManualClock())
     for reason in ("First", "Second", "Third"):
         recorder.record(JOB, "Normal", reason, reason)
     by_name = [
-        kube.objects[n]["reason"] for n in sorted(kube.objects, key=lambda n: int(n[2:], 16))
+        events(kube)[n]["reason"] for n in sorted(events(kube), key=lambda n: int(n[2:], 16))
     ]
     assert by_name == ["First", "Second", "Third"]
 
 
 def test_a_repeat_counts_on_the_first_event() -> None:
-    kube = Events()
+    kube = FakeKube()
     clock = ManualClock()
-    recorder = EventRecorder(kube, "me", clock)  # type: ignore[arg-type]
+    recorder = EventRecorder(kube, "me", clock)
     recorder.record(JOB, "Warning", "FailedCreatePod", "create j-w-0: Invalid")
     clock.advance(timedelta(seconds=5).total_seconds())
     recorder.record(JOB, "Warning", "FailedCreatePod", "create j-w-0: Invalid")
-    assert len(kube.objects) == 1
-    event = next(iter(kube.objects.values()))
+    assert len(events(kube)) == 1
+    event = next(iter(events(kube).values()))
     assert event["count"] == 2
     assert event["lastTimestamp"] > event["firstTimestamp"]
 
 
 def test_similar_events_are_combined_from_the_tenth_distinct_message_on() -> None:
-    kube = Events()
+    kube = FakeKube()
     clock = ManualClock()
-    recorder = EventRecorder(kube, "me", clock)  # type: ignore[arg-type]
+    recorder = EventRecorder(kube, "me", clock)
     for i in range(12):
         clock.advance(1)
         recorder.record(JOB, "Warning", "FailedCreatePod", f"create j-w-{i}: Invalid")
-    events = sorted(kube.objects.values(), key=lambda e: int(e["metadata"]["name"][2:], 16))
-    assert [e["count"] for e in events] == [1] * 9 + [3]
-    combined = events[-1]
+    written = sorted(events(kube).values(), key=lambda e: int(e["metadata"]["name"][2:], 16))
+    assert [e["count"] for e in written] == [1] * 9 + [3]
+    combined = written[-1]
     assert combined["message"] == "(combined from similar events): create j-w-11: Invalid"
 
 

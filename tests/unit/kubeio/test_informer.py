@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 from controller.job.shell.cache import Cache
 from kubeio.client import PODS
-from kubeio.errors import TransientError
+from kubeio.errors import NotFoundError, TransientError
 from kubeio.informer import Reflector, WatchSpec
+from tests.support import FakeKube
 
 
 def pod(name: str, rv: str) -> dict[str, Any]:
@@ -25,76 +24,59 @@ def pod(name: str, rv: str) -> dict[str, Any]:
     }
 
 
-class ScriptedApi:
-    """`list` answers from `lists`; each `watch` call plays the next script (events, then an
-    optional exception), recording the resourceVersion it was asked to start from."""
-
-    def __init__(
-        self, lists: list[tuple[list[dict[str, Any]], str]], watches: list[list[Any]]
-    ) -> None:
-        self.lists = lists
-        self.watches = watches
-        self.list_calls = 0
-        self.watch_from: list[str] = []
-        self.done = threading.Event()
-
-    def list(
-        self, res: Any, *, label_selector: str | None = None
-    ) -> tuple[list[dict[str, Any]], str]:
-        self.list_calls += 1
-        return self.lists[min(self.list_calls, len(self.lists)) - 1]
-
-    def watch(
-        self, res: Any, *, resource_version: str, on_open: Callable[[Any], None], **_: Any
-    ) -> Iterator[dict[str, Any]]:
-        self.watch_from.append(resource_version)
-        if not self.watches:
-            self.done.set()
-            time.sleep(0.05)
-            return
-        for step in self.watches.pop(0):
-            if isinstance(step, Exception):
-                raise step
-            yield step
+def lists(kube: FakeKube) -> int:
+    return sum(1 for verb, _plural, _name in kube.calls if verb == "list")
 
 
-def run(api: ScriptedApi) -> tuple[Cache, list[str]]:
-    cache, keys, stop = Cache(), [], threading.Event()
+def run(kube: FakeKube) -> tuple[Cache, list[str]]:
+    cache, stop = Cache(), threading.Event()
+    keys: list[str] = []
     cache.upsert("Job", {"metadata": {"name": "j", "namespace": "ns", "uid": "j"}})
-    reflector = Reflector(api, WatchSpec(PODS), cache, keys.extend, stop)  # type: ignore[arg-type]
+    reflector = Reflector(kube, WatchSpec(PODS), cache, keys.extend, stop)
     reflector.start()
-    assert api.done.wait(5), "the script ran out"
+    assert kube.watches_done.wait(5), "the script ran out"
     stop.set()
     assert reflector.synced
     return cache, keys
 
 
 def test_watch_resumes_from_the_last_event_and_bookmark() -> None:
-    api = ScriptedApi(
-        lists=[([pod("a", "10")], "10")],
-        watches=[
-            [{"type": "ADDED", "object": pod("b", "11")}],
-            [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}}],
-            [{"type": "MODIFIED", "object": pod("b", "16")}, TransientError("connection reset")],
-        ],
-    )
-    cache, keys = run(api)
-    assert api.list_calls == 1
-    assert api.watch_from[:4] == ["10", "11", "15", "16"]
+    kube = FakeKube()
+    kube.rv = 9
+    kube.put(PODS, pod("a", "10"))
+    kube.watch_scripts = [
+        [{"type": "ADDED", "object": pod("b", "11")}],
+        [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}}],
+        [{"type": "MODIFIED", "object": pod("b", "16")}, TransientError("connection reset")],
+    ]
+    cache, keys = run(kube)
+    assert lists(kube) == 1
+    assert kube.watch_from[:4] == ["10", "11", "15", "16"]
     assert sorted(p["metadata"]["name"] for p in cache.view("ns/j").pods) == ["a", "b"]
     assert "ns/j" in keys
 
 
 def test_gone_relists_and_records_pods_that_vanished_meanwhile() -> None:
-    api = ScriptedApi(
-        lists=[([pod("a", "10"), pod("b", "10")], "10"), ([pod("b", "30")], "30")],
-        watches=[
-            [{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}]
-        ],
-    )
-    cache, _keys = run(api)
-    assert api.list_calls == 2
-    assert api.watch_from[:2] == ["10", "30"]
+    kube = FakeKube()
+    kube.rv = 8
+    kube.put(PODS, pod("a", "9"))
+    kube.put(PODS, pod("b", "10"))
+
+    def meanwhile() -> None:
+        """a is deleted and b changed while the watch was away, long enough to expire."""
+        del kube.objects[("pods", "ns", "a")]
+        kube.rv = 29
+        kube.put(PODS, pod("b", "30"))
+
+    kube.watch_scripts = [
+        [
+            meanwhile,
+            {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}},
+        ]
+    ]
+    cache, _keys = run(kube)
+    assert lists(kube) == 2
+    assert kube.watch_from[:2] == ["10", "30"]
     assert [p["metadata"]["name"] for p in cache.view("ns/j").pods] == ["b"]
     assert [e.pod["metadata"]["name"] for e in cache.take_edges("ns/j")] == ["a"]
 
@@ -118,18 +100,15 @@ class _Recorder:
         return None
 
 
-class _Missing:
-    def list(self, res: Any, **_: Any) -> Any:
-        from kubeio.errors import NotFoundError
-
-        raise NotFoundError("the server could not find the requested resource", 404, "NotFound")
-
-
 def test_a_resource_no_longer_served_empties_the_store_and_ends_the_loop() -> None:
     store = _Recorder()
     stop = threading.Event()
+    kube = FakeKube()
+    kube.failures[("list", "pods")] = [
+        NotFoundError("the server could not find the requested resource", 404, "NotFound")
+    ]
     reflector = Reflector(
-        _Missing(),  # type: ignore[arg-type]
+        kube,
         WatchSpec(PODS),
         store,
         lambda _keys: None,

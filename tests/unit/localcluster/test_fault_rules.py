@@ -8,13 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.faultproxy import (
-    ProxyConfig,
-    ProxyServer,
-    UpstreamTarget,
-    downstream_response_headers,
-    upstream_request_headers,
-)
+from localcluster.faultproxy import ProxyConfig, ProxyServer, UpstreamTarget
 from localcluster.faults import (
     TIMEOUT_MESSAGE,
     WATCH_CUT_EVENTS,
@@ -32,6 +26,7 @@ from localcluster.faults import (
     parse_request,
     parse_resource_path,
 )
+from localcluster.proxyheaders import downstream_response_headers, upstream_request_headers
 
 # -- how often, and which kinds -----------------------------------------------------------------
 

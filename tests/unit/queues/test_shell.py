@@ -10,42 +10,10 @@ import pytest
 
 from controller.queues.decide import StateError
 from controller.queues.shell import QueueController
-from kubeio.client import Resource
+from kubeio.client import QUEUES
 from kubeio.errors import NotFoundError
-
-
-class FakeKube:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, str]] = []
-        self.missing: set[str] = set()
-        self.patches: list[tuple[str, dict[str, Any]]] = []
-        self.queues: dict[str, dict[str, Any]] = {}
-
-    def delete(self, res: Resource, namespace: str, name: str, **_: Any) -> None:
-        self.calls.append(("delete", res.plural, name))
-        if name in self.missing:
-            raise NotFoundError(name, 404)
-
-    def merge_patch(
-        self, res: Resource, namespace: str | None, name: str, patch: dict[str, Any], sub: str = ""
-    ) -> dict[str, Any]:
-        self.calls.append(("patch", f"{res.plural}/{sub}", name))
-        self.patches.append((name, patch))
-        current = self.queues.get(name) or {"kind": "Queue", "metadata": {"name": name}}
-        merged = {**current, **{k: v for k, v in patch.items() if k != "metadata"}}
-        if "metadata" in patch:
-            annotations = {**current["metadata"].get("annotations", {})}
-            annotations.update(patch["metadata"]["annotations"])
-            merged["metadata"] = {**current["metadata"], "annotations": annotations}
-        return merged
-
-
-class FakeRecorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []
-
-    def record(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
-        self.events.append((event_type, reason, message))
+from kubeio.events import EventRecorder
+from tests.support import FakeKube
 
 
 def queue(name: str, state: str | None = None, parent: str | None = None) -> dict[str, Any]:
@@ -76,64 +44,76 @@ def command(name: str, action: str, target: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def setup() -> tuple[QueueController, FakeKube, FakeRecorder]:
-    kube, recorder = FakeKube(), FakeRecorder()
-    controller = QueueController(kube, recorder, lambda: True)  # type: ignore[arg-type]
-    # The fake API answers patches from what the controller's informer holds.
-    kube.queues = controller.queues._store
-    return controller, kube, recorder
+def setup() -> tuple[QueueController, FakeKube]:
+    kube = FakeKube()
+    recorder = EventRecorder(kube, "test")
+    controller = QueueController(kube, recorder, lambda: True)
+    return controller, kube
+
+
+def given(controller: QueueController, kube: FakeKube, obj: dict[str, Any]) -> None:
+    """A Queue in the API and, as its watch would deliver it, in the controller's informer."""
+    controller.queues.put(kube.put(QUEUES, obj))
+
+
+def _queue(controller: QueueController, name: str) -> dict[str, Any]:
+    found = controller.queues.get(name)
+    assert found is not None, name
+    return found
 
 
 def _state(controller: QueueController, name: str) -> str | None:
-    return (controller.queues.get(name) or {}).get("status", {}).get("state")
+    state = (controller.queues.get(name) or {}).get("status", {}).get("state")
+    return None if state is None else str(state)
 
 
 def test_a_new_queue_opens(setup: Any) -> None:
-    controller, kube, _ = setup
-    controller.queues.put(queue("q"))
+    controller, kube = setup
+    given(controller, kube, queue("q"))
     controller.sync("q")
     assert _state(controller, "q") == "Open"
-    assert kube.calls == [("patch", "queues/status", "q")]
+    assert kube.changes() == [("patch/status", "queues", "q")]
     controller.sync("q")
-    assert len(kube.calls) == 1, "nothing changed: no second write"
+    assert len(kube.changes()) == 1, "nothing changed: no second write"
 
 
 def test_close_with_podgroups_is_closing_then_closed(setup: Any) -> None:
-    controller, kube, recorder = setup
-    controller.queues.put(queue("q", "Open"))
+    controller, kube = setup
+    given(controller, kube, queue("q", "Open"))
     controller.podgroups.put(podgroup("pg", "q"))
     controller.commands.put(command("c1", "CloseQueue", "q"))
     controller._take_command("command:default/c1")
-    assert kube.calls[0] == ("delete", "commands", "c1")
+    assert kube.changes()[0] == ("delete", "commands", "c1")
     controller.sync("q")
     assert _state(controller, "q") == "Closing"
-    assert controller.queues.get("q")["status"]["running"] == 1  # type: ignore[index]
-    assert ("Normal", "CloseQueue", "Close queue succeed") in recorder.events
+    assert _queue(controller, "q")["status"]["running"] == 1
+    assert ("Normal", "CloseQueue", "Close queue succeed") in kube.events()
     controller.podgroups._store.clear()
     controller.sync("q")
     assert _state(controller, "q") == "Closed"
 
 
 def test_a_command_already_gone_is_not_carried_out(setup: Any) -> None:
-    controller, kube, _ = setup
-    controller.queues.put(queue("q", "Open"))
+    controller, kube = setup
+    given(controller, kube, queue("q", "Open"))
     controller.commands.put(command("c1", "CloseQueue", "q"))
-    kube.missing.add("c1")
+    # Another controller instance deleted (and so carried out) the Command first.
+    kube.failures[("delete", "commands")] = [NotFoundError('commands "c1" not found', 404)]
     controller._take_command("command:default/c1")
     controller.sync("q")
     assert _state(controller, "q") == "Open"
 
 
 def test_opening_under_a_closed_parent_fails_and_is_kept(setup: Any) -> None:
-    controller, _, _ = setup
-    controller.queues.put(queue("parent", "Closed"))
-    controller.queues.put(queue("q", "Closed", parent="parent"))
+    controller, kube = setup
+    given(controller, kube, queue("parent", "Closed"))
+    given(controller, kube, queue("q", "Closed", parent="parent"))
     controller.commands.put(command("c1", "OpenQueue", "q"))
     controller._take_command("command:default/c1")
     with pytest.raises(StateError):
         controller.sync("q")
     assert _state(controller, "q") == "Closed"
-    controller.queues.put(queue("parent", "Open"))
+    given(controller, kube, queue("parent", "Open"))
     controller.sync("q")
     assert _state(controller, "q") == "Open"
 
@@ -141,17 +121,17 @@ def test_opening_under_a_closed_parent_fails_and_is_kept(setup: Any) -> None:
 def test_closing_a_parent_closes_its_open_children_and_opening_it_reopens_them(
     setup: Any,
 ) -> None:
-    controller, _, _ = setup
-    controller.queues.put(queue("parent", "Open"))
-    controller.queues.put(queue("child", "Open", parent="parent"))
-    controller.queues.put(queue("closed-child", "Closed", parent="parent"))
+    controller, kube = setup
+    given(controller, kube, queue("parent", "Open"))
+    given(controller, kube, queue("child", "Open", parent="parent"))
+    given(controller, kube, queue("closed-child", "Closed", parent="parent"))
     controller.commands.put(command("c1", "CloseQueue", "parent"))
     controller._take_command("command:default/c1")
     controller.sync("parent")
     assert _state(controller, "parent") == "Closed"
-    child = controller.queues.get("child")
-    assert child["metadata"]["annotations"] == {"volcano.sh/closed-by-parent": "true"}  # type: ignore[index]
-    assert "annotations" not in controller.queues.get("closed-child")["metadata"]  # type: ignore[index]
+    child = _queue(controller, "child")
+    assert child["metadata"]["annotations"] == {"volcano.sh/closed-by-parent": "true"}
+    assert "annotations" not in _queue(controller, "closed-child")["metadata"]
     controller.sync("child")
     assert _state(controller, "child") == "Closed"
 
@@ -160,8 +140,8 @@ def test_closing_a_parent_closes_its_open_children_and_opening_it_reopens_them(
     controller.sync("parent")
     controller.sync("child")
     assert _state(controller, "child") == "Open"
-    child = controller.queues.get("child")
-    assert child["metadata"]["annotations"] == {"volcano.sh/closed-by-parent": "false"}  # type: ignore[index]
+    child = _queue(controller, "child")
+    assert child["metadata"]["annotations"] == {"volcano.sh/closed-by-parent": "false"}
     # The child its owner closed stays closed.
     controller.sync("closed-child")
     assert _state(controller, "closed-child") == "Closed"

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.simulator.nodes import NodeShape, build_nodes, heartbeat_conditions, host_ip
-from localcluster.simulator.scheduling import node_view
-from localcluster.up import (
+from localcluster.bootstrap import (
     DEFAULT_CRDS_DIR,
-    StartupError,
     default_queue,
     load_crds,
     webhook_configurations,
 )
+from localcluster.clusterdir import StartupError
+from localcluster.simulator.nodes import NodeShape, build_nodes, heartbeat_conditions, host_ip
+from localcluster.simulator.scheduling import node_view
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

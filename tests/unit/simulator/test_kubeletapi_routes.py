@@ -10,15 +10,12 @@ from typing import Any
 
 import pytest
 
-from localcluster.simulator.kubeletapi import (
-    ContainerEntry,
-    NodePods,
-    PodEntry,
+from localcluster.simulator.kubeletpods import ContainerEntry, NodePods, PodEntry, simulated_entry
+from localcluster.simulator.kubeletroutes import (
     RefusalError,
     Route,
     RouteError,
     route,
-    simulated_entry,
     stream_target,
 )
 from localcluster.simulator.remotecommand import StreamOptions

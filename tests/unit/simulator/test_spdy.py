@@ -49,8 +49,10 @@ def test_the_reader_cuts_frames_across_arbitrary_chunks() -> None:
         spdy.ControlFrame(spdy.PING, 0, struct.pack(">I", 2)),
         spdy.DataFrame(3, spdy.FLAG_FIN, b""),
     ]
-    assert frames[2].fin  # type: ignore[union-attr]
-    assert spdy.parse_ping(frames[1]) == 2  # type: ignore[arg-type]
+    ping, last = frames[1], frames[2]
+    assert isinstance(ping, spdy.ControlFrame) and isinstance(last, spdy.DataFrame)
+    assert last.fin
+    assert spdy.parse_ping(ping) == 2
 
 
 def test_another_spdy_version_is_a_protocol_error() -> None:

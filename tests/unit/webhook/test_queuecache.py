@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from tests.support import wait_until
 from webhook.queuecache import QueueCache, QueueCRDMissingError, WatchExpiredError
 
 TIMEOUT = 5.0
@@ -60,13 +61,7 @@ class FakeSource:
 
 
 def wait_for(condition: Any) -> None:
-    done = threading.Event()
-    for _ in range(int(TIMEOUT / 0.01)):
-        if condition():
-            done.set()
-            break
-        done.wait(0.01)
-    assert done.is_set(), "condition not met in time"
+    wait_until("the cache to catch up", condition, TIMEOUT, interval=0.01)
 
 
 def test_lists_then_follows_the_watch() -> None:
