@@ -183,12 +183,28 @@ class JobFlowController(KeyWorkers):
             pods = self._pods_of(namespace, {c.target_job for c in checks})
             outcomes = run_probes(checks, by_name, pods)
         decided = plan(raw, self._templates_in(namespace), jobs, outcomes, self.clock.now())
+        if decided.create and self._stale(raw):
+            return 0.0  # planned again from the flow as the API server has it
         for event in decided.events:
             self.recorder.record(raw, event.type, event.reason, event.message)
         self._create(raw, decided)
-        self._delete(raw, decided)
+        # Succeed is persisted before the Jobs are deleted: a flow whose Jobs are gone but whose
+        # status is not final would create them all again.
         self._write_flow_status(raw, decided)
+        self._delete(raw, decided)
         return None if decided.requeue_after is None else decided.requeue_after.total_seconds()
+
+    def _stale(self, raw: WireObject) -> bool:
+        """Whether the cached flow is behind the API server's (then the cache takes it). A Job
+        is created only from the flow's current status: a stale one may still be Running after
+        the flow Succeeded and its Jobs were deleted (`jobRetainPolicy: delete`)."""
+        meta = _meta(raw)
+        fresh = self.kube.get_or_none(JOBFLOWS, str(meta.get("namespace")), str(meta.get("name")))
+        if fresh is None or _meta(fresh).get("resourceVersion") == meta.get("resourceVersion"):
+            return False
+        fresh.setdefault("kind", JOBFLOW_KIND)
+        self.flows.put(fresh)
+        return True
 
     def _create(self, raw: WireObject, decided: FlowPlan) -> None:
         namespace = str(_meta(raw).get("namespace"))

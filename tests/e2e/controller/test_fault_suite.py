@@ -26,6 +26,7 @@ import pytest
 from controller.job.decide import podview
 from kubeio.client import JOBS, PODS, Kube
 from kubeio.errors import KubeError, TransientError
+from localcluster.clusterdir import COMPONENTS_KUBECONFIG_FILE
 from localcluster.testing import (
     LocalCluster,
     running_cluster,
@@ -200,7 +201,7 @@ class ControllerProcess:
     def __init__(self, cluster: LocalCluster, log: Path) -> None:
         argv = [
             *vcjob_executable(), "controller",
-            "--kubeconfig", str(cluster.kubeconfig),
+            "--kubeconfig", str(cluster.dir / COMPONENTS_KUBECONFIG_FILE),
             "--health-port", "0", "--metrics-port", "0", "--bind-address", "127.0.0.1",
             "--qps", "0", "--resync-period", "5s", "--log-format", "text",
             "--request-timeout", "2s", "--no-leader-elect",
