@@ -487,8 +487,11 @@ class Kube:
         *,
         uid: str | None = None,
         propagation: str | None = None,
+        missing_ok: bool = True,
     ) -> WireObject | None:
-        """Delete; a 404 is success (returns None). Returns the object when it lingers."""
+        """Delete; a 404 is success (returns None) unless `missing_ok` is False, for a caller
+        whose own delete must be the one that removed the object (taking a Command). Returns the
+        object when it lingers."""
         options: WireObject = {"kind": "DeleteOptions", "apiVersion": "v1"}
         if uid:
             options["preconditions"] = {"uid": uid}
@@ -497,6 +500,8 @@ class Kube:
         try:
             result = self.request("DELETE", res.path(namespace, name), body=options)
         except NotFoundError:
+            if not missing_ok:
+                raise
             return None
         if isinstance(result, dict) and result.get("kind") == res.kind:
             return result

@@ -46,6 +46,7 @@ class KubeLike(Protocol):
         *,
         uid: str | None = None,
         propagation: str | None = None,
+        missing_ok: bool = True,
     ) -> WireObject | None: ...
 
     def list(

@@ -132,8 +132,16 @@ class QueueController(KeyWorkers):
         target = queue_target(command)
         if target is None:
             return
+        # Only the delete that removes the Command carries it out: another instance (an old
+        # leader) may have taken it already.
         try:
-            self.kube.delete(COMMANDS, namespace, name)
+            self.kube.delete(
+                COMMANDS,
+                namespace,
+                name,
+                uid=(command.get("metadata") or {}).get("uid"),
+                missing_ok=False,
+            )
         except NotFoundError:
             return
         with self._lock:

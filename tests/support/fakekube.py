@@ -4,7 +4,8 @@ Objects live by (plural, namespace, name) under one global resourceVersion, with
 that the shells rely on: create refuses an existing name (409 AlreadyExists), get, replace and
 patches of a missing object are 404, a status write carrying a stale resourceVersion is a 409
 Conflict, a delete with a uid precondition that does not match is a 409, and a delete of a
-missing object is success (None), as `kubeio.client.Kube.delete` reports it.
+missing object is success (None), as `kubeio.client.Kube.delete` reports it (a 404 with
+`missing_ok=False`).
 
 What a test may steer or read:
 
@@ -152,8 +153,9 @@ class FakeKube:
         *,
         uid: str | None = None,
         propagation: str | None = None,
+        missing_ok: bool = True,
     ) -> WireObject | None:
-        return self._delete(res.plural, namespace, name, uid)
+        return self._delete(res.plural, namespace, name, uid, missing_ok)
 
     def list(
         self, res: Resource, *, label_selector: str | None = None, limit: int = 500
@@ -237,11 +239,18 @@ class FakeKube:
         return self._bump(patched)
 
     def _delete(
-        self, plural: str, namespace: str | None, name: str, uid: str | None
+        self,
+        plural: str,
+        namespace: str | None,
+        name: str,
+        uid: str | None,
+        missing_ok: bool = True,
     ) -> WireObject | None:
         self._call("delete", plural, name)
         current = self.objects.get((plural, namespace, name))
         if current is None:
+            if not missing_ok:
+                raise NotFoundError(f'{plural} "{name}" not found', 404, "NotFound")
             return None
         if uid and current["metadata"].get("uid") != uid:
             raise ConflictError("Precondition failed: UID in precondition", 409, "Conflict")

@@ -10,8 +10,7 @@ import pytest
 
 from controller.queues.decide import StateError
 from controller.queues.shell import QueueController
-from kubeio.client import QUEUES
-from kubeio.errors import NotFoundError
+from kubeio.client import COMMANDS, QUEUES
 from kubeio.events import EventRecorder
 from tests.support import FakeKube
 
@@ -81,7 +80,7 @@ def test_close_with_podgroups_is_closing_then_closed(setup: Any) -> None:
     controller, kube = setup
     given(controller, kube, queue("q", "Open"))
     controller.podgroups.put(podgroup("pg", "q"))
-    controller.commands.put(command("c1", "CloseQueue", "q"))
+    controller.commands.put(kube.put(COMMANDS, command("c1", "CloseQueue", "q")))
     controller._take_command("command:default/c1")
     assert kube.changes()[0] == ("delete", "commands", "c1")
     controller.sync("q")
@@ -96,9 +95,10 @@ def test_close_with_podgroups_is_closing_then_closed(setup: Any) -> None:
 def test_a_command_already_gone_is_not_carried_out(setup: Any) -> None:
     controller, kube = setup
     given(controller, kube, queue("q", "Open"))
-    controller.commands.put(command("c1", "CloseQueue", "q"))
-    # Another controller instance deleted (and so carried out) the Command first.
-    kube.failures[("delete", "commands")] = [NotFoundError('commands "c1" not found', 404)]
+    controller.commands.put(kube.put(COMMANDS, command("c1", "CloseQueue", "q")))
+    # Another controller instance deleted (and so carried out) the Command first; this one's
+    # watch has not seen the deletion yet.
+    kube.objects.pop((COMMANDS.plural, "default", "c1"))
     controller._take_command("command:default/c1")
     controller.sync("q")
     assert _state(controller, "q") == "Open"
@@ -108,7 +108,7 @@ def test_opening_under_a_closed_parent_fails_and_is_kept(setup: Any) -> None:
     controller, kube = setup
     given(controller, kube, queue("parent", "Closed"))
     given(controller, kube, queue("q", "Closed", parent="parent"))
-    controller.commands.put(command("c1", "OpenQueue", "q"))
+    controller.commands.put(kube.put(COMMANDS, command("c1", "OpenQueue", "q")))
     controller._take_command("command:default/c1")
     with pytest.raises(StateError):
         controller.sync("q")
@@ -125,7 +125,7 @@ def test_closing_a_parent_closes_its_open_children_and_opening_it_reopens_them(
     given(controller, kube, queue("parent", "Open"))
     given(controller, kube, queue("child", "Open", parent="parent"))
     given(controller, kube, queue("closed-child", "Closed", parent="parent"))
-    controller.commands.put(command("c1", "CloseQueue", "parent"))
+    controller.commands.put(kube.put(COMMANDS, command("c1", "CloseQueue", "parent")))
     controller._take_command("command:default/c1")
     controller.sync("parent")
     assert _state(controller, "parent") == "Closed"
@@ -135,7 +135,7 @@ def test_closing_a_parent_closes_its_open_children_and_opening_it_reopens_them(
     controller.sync("child")
     assert _state(controller, "child") == "Closed"
 
-    controller.commands.put(command("c2", "OpenQueue", "parent"))
+    controller.commands.put(kube.put(COMMANDS, command("c2", "OpenQueue", "parent")))
     controller._take_command("command:default/c2")
     controller.sync("parent")
     controller.sync("child")
