@@ -13,7 +13,7 @@ from localcluster.children import Child
 from localcluster.tools import TOOLS_BIN
 
 if TYPE_CHECKING:
-    from localcluster.up import UpOptions
+    from localcluster.options import UpOptions
 
 
 def render(options: UpOptions, api_port: int, children: Mapping[str, Child]) -> str:

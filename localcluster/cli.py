@@ -9,9 +9,10 @@ import click
 
 from localcluster.bootstrap import DEFAULT_CRDS_DIR
 from localcluster.clusterdir import KUBECONFIG_FILE
+from localcluster.options import UpOptions
 from localcluster.simulator.images import parse_image_mapping
 from localcluster.simulator.nodes import NodeShape
-from localcluster.up import LocalControlPlane, UpOptions
+from localcluster.up import LocalControlPlane
 from shared import quantity
 from shared.duration import parse_duration
 from shared.logging import LOG_FORMAT_CHOICES, configure_logging

@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -57,8 +56,6 @@ from localcluster.children import (
 from localcluster.clusterdir import (
     COMPONENTS_KUBECONFIG_FILE,
     ETCD_DIR,
-    KUBECONFIG_FILE,
-    LOG_DIR,
     PKI_DIR,
     PODS_DIR,
     STATE_FILE,
@@ -68,6 +65,7 @@ from localcluster.clusterdir import (
     lock_dir,
     read_state,
 )
+from localcluster.options import UpOptions
 from localcluster.readiness import STARTUP_TIMEOUT
 from localcluster.simulator import nodes as simulated_nodes
 from localcluster.simulator.client import (
@@ -91,39 +89,6 @@ ESSENTIAL = ("etcd", "kube-apiserver")
 STOP_DEADLINE = 8.0
 RESTART_DELAY = 2.0
 PORT_ATTEMPTS = 3
-
-
-@dataclass(frozen=True)
-class UpOptions:
-    dir: Path
-    port: int = 6443
-    simulator: bool = True
-    controller: bool = True
-    # Kueue's CRDs and manager, started before the controller (localcluster.kueue).
-    kueue: bool = False
-    webhook: bool = True
-    nodes: int = 3
-    node_shape: simulated_nodes.NodeShape = field(default_factory=simulated_nodes.NodeShape)
-    pod_runtime: str = "5s"
-    fault_rate: float = 0.0
-    fault_seed: int | None = None
-    data_dir: Path | None = None
-    elastic_period: str = "30s"
-    log_format: str = "json"
-    crds_dir: Path = DEFAULT_CRDS_DIR
-    # A fresh cluster for `helm install`: no CRDs, vcjob-system, Queue, webhook or controller.
-    bare: bool = False
-    audit_log: Path | None = None
-    # REPOSITORY=COMMAND: pods of that image run as real processes (see simulator/images.py).
-    run_images: tuple[str, ...] = ()
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.dir / KUBECONFIG_FILE
-
-    @property
-    def logs(self) -> Path:
-        return self.dir / LOG_DIR
 
 
 # -- the cluster -----------------------------------------------------------------------------

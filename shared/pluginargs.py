@@ -14,12 +14,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Final
 
-from shared import plugins
-from shared.plugins.descriptor import Flag, FlagKind
 
-__all__ = ["ArgError", "Flag", "FlagKind", "PluginArgs", "flags_of", "parse"]
+class FlagKind(Enum):
+    STRING = "string"
+    INT = "int"
+    BOOL = "bool"
+
+
+@dataclass(frozen=True)
+class Flag:
+    kind: FlagKind
+    default: str | int | bool
+
+
+__all__ = ["ArgError", "Flag", "FlagKind", "PluginArgs", "parse"]
 
 _BOOL_WORDS: Final = {
     "1": True,
@@ -49,13 +60,14 @@ class ArgError:
 @dataclass
 class PluginArgs:
     plugin: str
+    flags: Mapping[str, Flag]
     values: dict[str, str | int | bool] = field(default_factory=dict)
     errors: list[ArgError] = field(default_factory=list)
 
     def get(self, name: str) -> str | int | bool:
         if name in self.values:
             return self.values[name]
-        return flags_of(self.plugin)[name].default
+        return self.flags[name].default
 
     def string(self, name: str) -> str:
         return str(self.get(name))
@@ -66,14 +78,6 @@ class PluginArgs:
 
     def boolean(self, name: str) -> bool:
         return bool(self.get(name))
-
-
-def flags_of(plugin: str) -> Mapping[str, Flag]:
-    """The flags of a registered plugin (KeyError for a plugin vcjob does not know)."""
-    descriptor = plugins.get(plugin)
-    if descriptor is None:
-        raise KeyError(plugin)
-    return descriptor.flags
 
 
 def _parse_int(text: str) -> int | None:
@@ -87,21 +91,20 @@ def _parse_int(text: str) -> int | None:
             return None
 
 
-def parse(plugin: str, arguments: Sequence[str]) -> PluginArgs:
-    """Parse one plugin's argument list; `plugin` must be a registered plugin (shared.plugins).
+def parse(plugin: str, flags: Mapping[str, Flag], arguments: Sequence[str]) -> PluginArgs:
+    """Parse one plugin's argument list against its flags (its descriptor's, `shared.plugins`).
 
     `values` holds what Go's flag package would have set: the flags before the first error."""
-    result = _scan(plugin, arguments)
+    result = _scan(plugin, flags, arguments)
     if result.errors:
         # Re-scan only the arguments before the first problem: Go stops parsing there.
         first = result.errors[0].index
-        result.values = _scan(plugin, arguments[:first]).values
+        result.values = _scan(plugin, flags, arguments[:first]).values
     return result
 
 
-def _scan(plugin: str, arguments: Sequence[str]) -> PluginArgs:
-    flags = flags_of(plugin)
-    result = PluginArgs(plugin)
+def _scan(plugin: str, flags: Mapping[str, Flag], arguments: Sequence[str]) -> PluginArgs:
+    result = PluginArgs(plugin, flags)
     supported = ", ".join(f"--{name}" for name in flags) or "none"
     i = 0
     while i < len(arguments):

@@ -7,26 +7,23 @@ and nowhere else. `register` adds a plugin at run time: every process sees it at
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
+from shared.pluginargs import Flag, FlagKind, PluginArgs
 from shared.plugins import env, hcclrank, mpi, pytorch, ray, ssh, svc, tensorflow
-from shared.plugins.descriptor import (
-    ChildObject,
-    Flag,
-    FlagKind,
-    PluginCheck,
-    PluginDescriptor,
-)
+from shared.plugins.descriptor import ChildObject, PluginCheck, PluginDescriptor
 
 __all__ = [
     "ChildObject",
     "Flag",
     "FlagKind",
+    "PluginArgs",
     "PluginCheck",
     "PluginDescriptor",
     "all_descriptors",
     "get",
     "names",
+    "parse_arguments",
     "register",
     "unregister",
 ]
@@ -74,3 +71,11 @@ def register(descriptor: PluginDescriptor) -> None:
 def unregister(name: str) -> None:
     """Remove a plugin added with `register`."""
     _REGISTRY.pop(name, None)
+
+
+def parse_arguments(name: str, arguments: Sequence[str]) -> PluginArgs:
+    """A registered plugin's arguments, parsed (KeyError for a plugin vcjob does not know)."""
+    descriptor = get(name)
+    if descriptor is None:
+        raise KeyError(name)
+    return descriptor.parse(arguments)

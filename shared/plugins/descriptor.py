@@ -12,27 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING
 
 from shared.fielderrors import FieldError, Path
-
-if TYPE_CHECKING:
-    from shared.pluginargs import PluginArgs
+from shared.pluginargs import Flag, PluginArgs, parse
 
 MAX_PORT = 65535
-
-
-class FlagKind(Enum):
-    STRING = "string"
-    INT = "int"
-    BOOL = "bool"
-
-
-@dataclass(frozen=True)
-class Flag:
-    kind: FlagKind
-    default: str | int | bool
 
 
 @dataclass(frozen=True)
@@ -103,6 +87,10 @@ class PluginDescriptor:
     children: tuple[ChildObject, ...] = ()
     # Keys of the planner's memory the plugin writes; forgotten when the job finishes.
     memory_keys: tuple[str, ...] = ()
+
+    def parse(self, arguments: Sequence[str]) -> PluginArgs:
+        """The plugin's arguments read the way Go's flag package reads them."""
+        return parse(self.name, self.flags, arguments)
 
     def child(self, kind: str) -> ChildObject:
         """The plugin's child object of `kind` (a descriptor owns at most one per kind)."""

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 from shared.fielderrors import FieldError
+from shared.pluginargs import Flag, FlagKind
 from shared.plugins.descriptor import (
     ChildObject,
-    Flag,
-    FlagKind,
     PluginCheck,
     PluginDescriptor,
     port_in_range,

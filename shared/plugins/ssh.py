@@ -3,7 +3,8 @@ remembered (`sshKey`) until that Secret exists."""
 
 from __future__ import annotations
 
-from shared.plugins.descriptor import ChildObject, Flag, FlagKind, PluginDescriptor
+from shared.pluginargs import Flag, FlagKind
+from shared.plugins.descriptor import ChildObject, PluginDescriptor
 
 MEMORY_KEY = "sshKey"
 

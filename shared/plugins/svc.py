@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from shared.plugins.descriptor import ChildObject, Flag, FlagKind, PluginDescriptor
+from shared.pluginargs import Flag, FlagKind
+from shared.plugins.descriptor import ChildObject, PluginDescriptor
 
 DESCRIPTOR = PluginDescriptor(
     name="svc",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from shared.fielderrors import FieldError
-from shared.plugins.descriptor import Flag, FlagKind, PluginCheck, PluginDescriptor, port_in_range
+from shared.pluginargs import Flag, FlagKind
+from shared.plugins.descriptor import PluginCheck, PluginDescriptor, port_in_range
 
 
 def validate(check: PluginCheck) -> list[FieldError]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared import pluginargs
 from shared import plugins as plugins_registry
 from shared.fielderrors import Path
 
@@ -28,7 +27,7 @@ def plugin_warnings(plugins: Any, path: Path) -> list[str]:
         if not all(isinstance(a, str) for a in arguments):
             continue
         where = path.key(plugin)
-        parsed = pluginargs.parse(plugin, arguments)
+        parsed = plugins_registry.parse_arguments(plugin, arguments)
         first = parsed.errors[0].index if parsed.errors else None
         for problem in parsed.errors:
             ignored = (

@@ -4,7 +4,6 @@ controller reads the flags up to the first one, as vcjob's does."""
 
 from __future__ import annotations
 
-from shared import pluginargs
 from shared import plugins as registry
 from shared.fielderrors import FieldError, Path
 from shared.models.job import JobSpec
@@ -20,6 +19,6 @@ def validate_plugins(spec: JobSpec, path: Path) -> list[FieldError]:
         if descriptor is None:
             errors.append(FieldError.not_supported(where, plugin, registry.names()))
             continue
-        parsed = pluginargs.parse(plugin, arguments)
+        parsed = registry.parse_arguments(plugin, arguments)
         errors.extend(descriptor.validate(PluginCheck(arguments, parsed, task_names, where)))
     return errors

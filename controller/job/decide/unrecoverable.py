@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from shared import labels, pluginargs, plugins
+from shared import labels, plugins
 from shared.models import Job
 
 NAME_TOO_LONG: Final = "NameTooLong"
@@ -27,7 +27,7 @@ def _plugin_problem(job: Job) -> Unrecoverable | None:
     for name, args in sorted((job.spec.plugins or {}).items()):
         if plugins.get(name) is None:
             continue  # an unknown plugin is ignored with a Warning Event, as before
-        parsed = pluginargs.parse(name, list(args or []))
+        parsed = plugins.parse_arguments(name, list(args or []))
         if parsed.errors:
             first = parsed.errors[0]
             return Unrecoverable(

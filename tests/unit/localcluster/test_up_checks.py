@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from localcluster import banner, clusterdir, up
 from localcluster.cli import local_group
 from localcluster.clusterdir import StartupError
-from localcluster.up import LocalControlPlane, UpOptions
+from localcluster.options import UpOptions
+from localcluster.up import LocalControlPlane
 
 
 def test_the_folder_lock_is_held_until_released(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared import pluginargs, plugins
+from shared import plugins
 from shared.fielderrors import FieldError, Path
 from shared.plugins import PluginCheck
 
@@ -108,9 +108,9 @@ def test_descriptor(name: str) -> None:
     assert descriptor.implies == implies
     assert {(c.kind, c.name("j")) for c in descriptor.children} == children
     assert set(descriptor.memory_keys) == memory
-    assert pluginargs.parse(name, []).values == {}
+    assert plugins.parse_arguments(name, []).values == {}
     for flag, default in defaults.items():
-        assert pluginargs.parse(name, []).get(flag) == default
+        assert plugins.parse_arguments(name, []).get(flag) == default
 
 
 WHERE = Path.of("spec", "plugins").key("x")
@@ -119,7 +119,7 @@ WHERE = Path.of("spec", "plugins").key("x")
 def _check(name: str, arguments: list[str], tasks: set[str]) -> list[FieldError]:
     descriptor = plugins.get(name)
     assert descriptor is not None
-    parsed = pluginargs.parse(name, arguments)
+    parsed = plugins.parse_arguments(name, arguments)
     return descriptor.validate(PluginCheck(arguments, parsed, frozenset(tasks), WHERE))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared import pluginargs
+from shared import plugins
 
 
 @pytest.mark.parametrize(
@@ -38,19 +38,19 @@ from shared import pluginargs
     ],
 )
 def test_parses(plugin: str, args: list[str], values: dict[str, object]) -> None:
-    parsed = pluginargs.parse(plugin, args)
+    parsed = plugins.parse_arguments(plugin, args)
     assert parsed.errors == []
     assert parsed.values == values
 
 
 def test_defaults_when_absent() -> None:
-    parsed = pluginargs.parse("mpi", [])
+    parsed = plugins.parse_arguments("mpi", [])
     assert (parsed.string("master"), parsed.string("worker"), parsed.integer("port")) == (
         "master",
         "worker",
         22,
     )
-    assert pluginargs.parse("svc", []).boolean("inject-hosts-env") is True
+    assert plugins.parse_arguments("svc", []).boolean("inject-hosts-env") is True
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def test_defaults_when_absent() -> None:
     ],
 )
 def test_reports(plugin: str, args: list[str], index: int, detail: str) -> None:
-    errors = pluginargs.parse(plugin, args).errors
+    errors = plugins.parse_arguments(plugin, args).errors
     assert len(errors) == 1
     assert errors[0].index == index
     assert detail in errors[0].detail
@@ -74,7 +74,7 @@ def test_reports(plugin: str, args: list[str], index: int, detail: str) -> None:
 
 def test_every_problem_is_reported_but_values_stop_at_the_first() -> None:
     """Go's flag package stops at the first problem; what follows keeps its default."""
-    parsed = pluginargs.parse("mpi", ["--port=2", "--nope", "stray", "--master=boss"])
+    parsed = plugins.parse_arguments("mpi", ["--port=2", "--nope", "stray", "--master=boss"])
     assert [e.index for e in parsed.errors] == [1, 2]
     assert parsed.string("master") == "master"
     assert parsed.integer("port") == 2
@@ -92,7 +92,7 @@ def test_every_problem_is_reported_but_values_stop_at_the_first() -> None:
     ],
 )
 def test_volcano_flags(plugin: str, args: list[str], name: str, value: object) -> None:
-    parsed = pluginargs.parse(plugin, args)
+    parsed = plugins.parse_arguments(plugin, args)
     assert parsed.errors == []
     assert parsed.get(name) == value
 
@@ -110,12 +110,14 @@ def test_volcano_flags(plugin: str, args: list[str], name: str, value: object) -
     ],
 )
 def test_volcano_defaults(plugin: str, name: str, default: object) -> None:
-    assert pluginargs.parse(plugin, []).get(name) == default
+    assert plugins.parse_arguments(plugin, []).get(name) == default
 
 
 def test_bool_flag_followed_by_a_word_sets_true_and_stops() -> None:
     """`--inject-hosts-env false` is true in Go, and parsing stops at the word."""
-    parsed = pluginargs.parse("svc", ["--inject-hosts-env", "false", "--disable-network-policy"])
+    parsed = plugins.parse_arguments(
+        "svc", ["--inject-hosts-env", "false", "--disable-network-policy"]
+    )
     assert parsed.boolean("inject-hosts-env") is True
     assert parsed.boolean("disable-network-policy") is False
     assert "--inject-hosts-env=false" in parsed.errors[0].detail

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from controller.job.decide.model import KeyPair, PlanSettings
-from shared import labels, pluginargs
+from shared import labels
+from shared import plugins as registry
 from shared.models import Job, TaskSpec
 from shared.plugins import PluginDescriptor
 
@@ -53,8 +54,8 @@ class JobPlugin:
         self.name = found.name
         self.ctx = ctx
         self.job = ctx.job
-        # Parsed in one place for webhook and controller (shared.pluginargs, Go flag semantics).
-        self.args = pluginargs.parse(self.name, ctx.args)
+        # Parsed in one place for webhook and controller (shared.plugins, Go flag semantics).
+        self.args = registry.parse_arguments(self.name, ctx.args)
 
     def objects(self) -> list[DesiredChild]:
         return []

@@ -14,7 +14,6 @@ from typing import Any
 
 from controller.job.decide.plugins.base import DesiredChild, JobPlugin, WireObject, task_hosts
 from controller.job.decide.podgen import add_mount, add_volume, child_metadata, containers
-from shared import pluginargs
 from shared.models import TaskSpec
 from shared.plugins import ssh as ssh_descriptor
 
@@ -50,9 +49,9 @@ def needs_generated_key(
     name = str((job.get("metadata") or {}).get("name"))
     if _stored_key(children.get(("Secret", secret_name(name)))):
         return False
-    if pluginargs.parse(
-        ssh_descriptor.DESCRIPTOR.name, list(plugins[ssh_descriptor.DESCRIPTOR.name] or [])
-    ).string("ssh-private-key"):
+    if ssh_descriptor.DESCRIPTOR.parse(list(plugins[ssh_descriptor.DESCRIPTOR.name] or [])).string(
+        "ssh-private-key"
+    ):
         return False
     remembered = (memory or {}).get(MEMORY_KEY) or {}
     return not (remembered.get("private") and remembered.get("public"))

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from shared import pluginargs
+from shared import plugins
 from webhook.rules.job_warnings import job_warnings
 
 
@@ -81,7 +81,7 @@ def test_job_warnings(raw: dict[str, Any], expected: list[str]) -> None:
 
 
 def test_every_flag_of_volcanos_ssh_plugin_is_known() -> None:
-    parsed = pluginargs.parse(
+    parsed = plugins.parse_arguments(
         "ssh", ["--no-root", "--ssh-key-file-path=/home/u/.ssh", "--ssh-private-key", "k"]
     )
     assert parsed.errors == []
