@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -370,3 +371,57 @@ def histogram_quantile(metrics_text: str, name: str, q: float) -> float:
             return lower_bound + (bound - lower_bound) * share
         lower_bound, lower_count = bound, count
     return lower_bound
+
+
+_SERVER_REQUESTS = "apiserver_request_total"
+_SERVER_DURATION_SUM = "apiserver_request_duration_seconds_sum"
+
+
+def _per_kind(metrics_text: str, name: str) -> dict[str, float]:
+    """A kube-apiserver counter summed per `VERB resource[/subresource]` (codes and scopes
+    merged); WATCH requests are left out (their duration is the watch's life)."""
+    totals: dict[str, float] = {}
+    prefix = name + "{"
+    for line in metrics_text.splitlines():
+        if not line.startswith(prefix):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+        verb = labels.get("verb", "")
+        if verb in ("WATCH", "CONNECT"):
+            continue
+        kind = labels.get("resource", "")
+        if labels.get("subresource"):
+            kind += "/" + labels["subresource"]
+        key = f"{verb} {kind}"
+        totals[key] = totals.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+    return totals
+
+
+@dataclass(frozen=True)
+class ServerRequests:
+    """What kube-apiserver served between two scrapes, per `VERB resource`: how many requests
+    and the seconds they took together (every client's: the controller's, kube-scheduler's,
+    kube-controller-manager's and the node agent's)."""
+
+    count: dict[str, float]
+    seconds: dict[str, float]
+
+    @staticmethod
+    def between(before: str, after: str) -> ServerRequests:
+        def delta(name: str) -> dict[str, float]:
+            old = _per_kind(before, name)
+            return {
+                k: v - old.get(k, 0.0)
+                for k, v in _per_kind(after, name).items()
+                if v - old.get(k, 0.0) > 0
+            }
+
+        return ServerRequests(delta(_SERVER_REQUESTS), delta(_SERVER_DURATION_SUM))
+
+    def lines(self, per: float, unit: str) -> list[str]:
+        """`VERB resource: N per unit, M ms per unit` for each kind, the most requests first."""
+        return [
+            f"{kind}: {n / per:.2f} per {unit}, {1000 * self.seconds.get(kind, 0.0) / per:.2f} ms "
+            f"per {unit}"
+            for kind, n in sorted(self.count.items(), key=lambda kv: -kv[1])
+        ]
