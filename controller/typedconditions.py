@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from controller.blocked import NOT_ADMITTED, Blocked
@@ -14,6 +15,9 @@ from shared.models import JobPhase
 # Volcano's state reasons renamed for the Failed condition (batch/v1 Job's names where one fits).
 FAILED_REASONS: Final[Mapping[str, str]] = {"MaxRetryExceeded": "BackoffLimitExceeded"}
 _ADMITTED_PHASES: Final = frozenset({"Inqueue", "Running"})
+# When the scheduler's admission is all that changed, its report waits this long for the next
+# status write (the pods running, usually a moment later) instead of taking a write of its own.
+ADMISSION_REPORT_DELAY: Final = timedelta(seconds=2)
 
 
 @dataclass(frozen=True)
@@ -87,3 +91,33 @@ def status_reason(typed: Sequence[Mapping[str, Any]]) -> str | None:
         if found is not None and found.get("status") == "True":
             return str(found.get("reason") or type_)
     return None
+
+
+def only_admitted(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """True when status `new` differs from `old` only in the Admitted condition turning True:
+    the PodGroup was admitted and nothing else (counts, phase, other conditions) moved."""
+    if {k: v for k, v in old.items() if k != "typedConditions"} != {
+        k: v for k, v in new.items() if k != "typedConditions"
+    }:
+        return False
+    old_typed = old.get("typedConditions") or []
+    new_typed = new.get("typedConditions") or []
+    if [c for c in old_typed if c.get("type") != cond.ADMITTED] != [
+        c for c in new_typed if c.get("type") != cond.ADMITTED
+    ]:
+        return False
+    return cond.is_true(new_typed, cond.ADMITTED) and not cond.is_true(old_typed, cond.ADMITTED)
+
+
+def admission_report_wait(
+    old: Mapping[str, Any], new: Mapping[str, Any], due: datetime | None, now: datetime
+) -> timedelta | None:
+    """How much longer the write of `new` may wait (None: write it now). Only an admission
+    alone waits, `ADMISSION_REPORT_DELAY` from when it was first seen (`due`, None the first
+    time), so it rides on the write of the pods running when that comes first; the report is
+    never held longer, and no decision reads it (the planner reads the PodGroup itself)."""
+    if not only_admitted(old, new):
+        return None
+    if due is None:
+        return ADMISSION_REPORT_DELAY
+    return due - now if due > now else None
