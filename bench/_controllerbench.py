@@ -378,8 +378,9 @@ _SERVER_DURATION_SUM = "apiserver_request_duration_seconds_sum"
 
 
 def _per_kind(metrics_text: str, name: str) -> dict[str, float]:
-    """A kube-apiserver counter summed per `VERB resource[/subresource]` (codes and scopes
-    merged); WATCH requests are left out (their duration is the watch's life)."""
+    """A kube-apiserver counter summed per `VERB resource[/subresource]` (scopes merged, codes
+    too but for conflicts, counted apart); WATCH requests are left out (their duration is the
+    watch's life)."""
     totals: dict[str, float] = {}
     prefix = name + "{"
     for line in metrics_text.splitlines():
@@ -393,6 +394,8 @@ def _per_kind(metrics_text: str, name: str) -> dict[str, float]:
         if labels.get("subresource"):
             kind += "/" + labels["subresource"]
         key = f"{verb} {kind}"
+        if labels.get("code") == "409":
+            key += " (409 Conflict)"
         totals[key] = totals.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
     return totals
 
@@ -425,3 +428,21 @@ class ServerRequests:
             f"per {unit}"
             for kind, n in sorted(self.count.items(), key=lambda kv: -kv[1])
         ]
+
+
+class Profiler:
+    """py-spy (from PATH) sampling a process when `output` is set, writing collapsed stacks
+    (`--format raw`) to `output` when stopped."""
+
+    def __init__(self, pid: int, output: Path | None) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+        if output is not None:
+            # --gil: only the thread holding the GIL, i.e. where the process's Python CPU goes.
+            argv = ["py-spy", "record", "--pid", str(pid), "--rate", "200", "--format", "raw"]
+            argv += ["--gil", "--output", str(output), "--nonblocking"]
+            self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            self.process.wait(60)

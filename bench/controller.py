@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/controller.py [--jobs 200] [--pods-per-job 5] [--replicas 1000]
         [--nodes 12] [--webhook] [--volcano-controller PATH [--volcano-arg ARG ...]]
+        [--only many-jobs|one-job] [--py-spy PREFIX]
 
 Two scenarios, each in namespaces of its own on one control plane (etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler v1.34 and `--nodes` simulated nodes whose pods run once
@@ -88,16 +89,24 @@ def submit(kube: Kube, namespace: str, label: str, jobs: int, replicas: int) -> 
 
 
 def vcjob_controller(
-    cluster: Any, kube: Kube, tmp: Path, namespace: str, total: int, jobs: int
+    cluster: Any,
+    kube: Kube,
+    tmp: Path,
+    namespace: str,
+    total: int,
+    jobs: int,
+    profile: Path | None = None,
 ) -> tuple[Run, dict[str, float]]:
     arrivals = bench.PodArrivals(kube, namespace, total)
     scrape = bench.apiserver_metrics(cluster)
     ctl = bench.ControllerProcess(cluster, tmp / f"controller-{namespace}.log", "--workers", "4")
     try:
         ctl.wait_ready()
+        profiler = bench.Profiler(ctl.process.pid, profile)
         cpu_before, server_before = ctl.cpu_seconds(), server_cpu(cluster)
         seconds = arrivals.wait(TIMEOUT)
         cpu, server = ctl.cpu_seconds() - cpu_before, server_cpu(cluster) - server_before
+        profiler.stop()
         # Let the reconciles after the last pod (status writes, Events) finish before counting.
         time.sleep(SETTLE)
         calls = bench.requests_by_method(ctl.metrics())
@@ -148,7 +157,8 @@ def scenario(
     if args.webhook:
         after = bench.apiserver_metrics(cluster)
         webhook_lines(label, latencies, before, after)
-    run, calls = vcjob_controller(cluster, kube, tmp, f"vcjob-{label}", total, jobs)
+    profile = Path(f"{args.py_spy}-{label}.txt") if args.py_spy else None
+    run, calls = vcjob_controller(cluster, kube, tmp, f"vcjob-{label}", total, jobs, profile)
     bench.delete_namespace(kube, f"vcjob-{label}")
     contenders.append(("vcjob", run))
     by_method = ", ".join(f"{m} {n:.1f}" for m, n in sorted(calls.items()))
@@ -207,6 +217,12 @@ def main() -> None:
     )
     parser.add_argument("--volcano-arg", action="append", default=[], help="one more flag for it")
     parser.add_argument("--only", choices=["one-job", "many-jobs"], help="run one scenario")
+    parser.add_argument(
+        "--py-spy",
+        metavar="PREFIX",
+        help="sample vcjob's controller with py-spy while it creates the pods "
+        "(collapsed stacks in PREFIX-<scenario>.txt)",
+    )
     args = parser.parse_args()
     print(f"machine: {bench.machine_line()}; nodes: {args.nodes}; webhook: {args.webhook}")
     with bench.control_plane(args.nodes, args.webhook) as (cluster, tmp, kube):
