@@ -77,7 +77,7 @@ DEADLINE_PHASES = frozenset(
 MEMORY_TIMERS = "timers"
 MEMORY_SHAPE = "specShape"
 MEMORY_DELETED_POD_GROUP = "deletedPodGroupUid"
-MEMORY_ADMISSION_DUE = "admissionReportDue"
+MEMORY_REPORT_DUE = "reportDue"
 
 
 def reconcile(observed: Observed, settings: PlanSettings | None = None) -> Plan:
@@ -1181,15 +1181,15 @@ class _Planner:
             new_status["runningDuration"] = self.running_duration
         self._lifecycle_status(new_status)
         if not status_mod.unchanged(self.old_status, new_status):
-            due = status_mod.parse_time(self.memory.get(MEMORY_ADMISSION_DUE))
-            wait = typedconditions.admission_report_wait(self.old_status, new_status, due, self.now)
+            due = status_mod.parse_time(self.memory.get(MEMORY_REPORT_DUE))
+            wait = typedconditions.report_wait(self.old_status, new_status, due, self.now)
             if wait is None:
                 self.plan.status = new_status
             else:
-                self.memory[MEMORY_ADMISSION_DUE] = (due or self.now + wait).isoformat()
+                self.memory[MEMORY_REPORT_DUE] = (due or self.now + wait).isoformat()
                 self.requeue.append(wait)
         if self.plan.status is not None or status_mod.unchanged(self.old_status, new_status):
-            self.memory.pop(MEMORY_ADMISSION_DUE, None)
+            self.memory.pop(MEMORY_REPORT_DUE, None)
 
         self.memory[MEMORY_TIMERS] = self.timers
         if not self.timers:

@@ -1,4 +1,5 @@
-"""How many status writes a job costs: the scheduler's admission alone waits for the next write."""
+"""How many status writes a job costs: what only reports (pods turning Running, the scheduler's
+admission) waits a moment for the next write."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from builders import T0, World, job
 from controller import typedconditions
 from shared import conditions as cond
 
-DELAY = typedconditions.ADMISSION_REPORT_DELAY
+DELAY = typedconditions.REPORT_DELAY
 
 
 def admitted(status: dict[str, object]) -> bool:
@@ -37,7 +38,7 @@ def test_an_admission_alone_waits_then_is_written() -> None:
     assert early.requeue_after is not None and early.requeue_after <= DELAY / 2
     late = world.step(DELAY / 2)
     assert late.status is not None and admitted(late.status)
-    assert world.memory is not None and "admissionReportDue" not in world.memory
+    assert world.memory is not None and "reportDue" not in world.memory
 
 
 def test_an_admission_rides_on_the_write_of_the_pods_running() -> None:
@@ -50,7 +51,24 @@ def test_an_admission_rides_on_the_write_of_the_pods_running() -> None:
     assert plan.status["state"]["phase"] == "Running" and admitted(plan.status)
     # One write for both; nothing is left to write afterwards.
     assert world.step(DELAY).status is None
-    assert world.memory is not None and "admissionReportDue" not in world.memory
+    assert world.memory is not None and "reportDue" not in world.memory
+
+
+def test_pods_turning_running_one_by_one_share_one_write() -> None:
+    world = World(job("j").scheduler("default-scheduler").task("w", 3).min_available(1).build())
+    world.settle(2)
+    world.admit()
+    world.set_pod("j-w-0", "Running")
+    phase = world.step(timedelta(0))
+    assert phase.status is not None and phase.status["state"]["phase"] == "Running"
+    world.set_pod("j-w-1", "Running")
+    assert world.step(timedelta(milliseconds=300)).status is None
+    world.set_pod("j-w-2", "Running")
+    assert world.step(timedelta(milliseconds=300)).status is None
+    written = world.step(DELAY)
+    assert written.status is not None
+    assert (written.status["pending"], written.status["running"]) == (0, 3)
+    assert world.step(DELAY).status is None
 
 
 def test_a_gang_scheduled_job_writes_its_admission_with_its_pods() -> None:
@@ -87,8 +105,13 @@ ADMITTED = {
         (BASE, ADMITTED, None, DELAY),
         (BASE, ADMITTED, T0 + DELAY / 2, DELAY / 2),
         (BASE, ADMITTED, T0, None),
-        # anything else changing with it is written at once
-        (BASE, {**ADMITTED, "pending": 0, "running": 1}, None, None),
+        # pods moving from pending to running, with or without the admission, wait too
+        (BASE, {**ADMITTED, "pending": 0, "running": 1}, None, DELAY),
+        (BASE, {**BASE, "pending": 0, "running": 1}, T0 + DELAY, DELAY),
+        # anything else changing with it is written at once: pods created or gone, a phase,
+        # another condition
+        (BASE, {**ADMITTED, "pending": 2}, None, None),
+        (BASE, {**BASE, "pending": 0, "succeeded": 1}, None, None),
         (BASE, {**ADMITTED, "state": {"phase": "Running"}}, None, None),
         (
             BASE,
@@ -104,4 +127,4 @@ ADMITTED = {
 def test_admission_report_wait(
     old: dict[str, object], new: dict[str, object], due: object, wait: timedelta | None
 ) -> None:
-    assert typedconditions.admission_report_wait(old, new, due, T0) == wait  # type: ignore[arg-type]
+    assert typedconditions.report_wait(old, new, due, T0) == wait  # type: ignore[arg-type]
