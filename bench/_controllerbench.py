@@ -190,14 +190,20 @@ def status_mb(pid: int, field: str) -> float:
     return 0.0
 
 
+VOLCANO_GATES = "--controllers=*,-colocation-config-controller,-sharding-controller"
+
+
 class VolcanoControllerProcess:
     """Volcano's own vc-controller-manager binary on the same control plane (admin kubeconfig,
     no leader election, the same unthrottled client as vcjob's)."""
 
     def __init__(self, binary: str, cluster: LocalCluster, log: Path, extra: Sequence[str]) -> None:
+        # The local cluster serves no ColocationConfiguration: Volcano's controller would wait
+        # for that informer forever and never start, unless its controller is left out.
+        gates = [] if any(a.startswith("--controllers") for a in extra) else [VOLCANO_GATES]
         argv = [
             binary, "--kubeconfig", str(cluster.kubeconfig), "--leader-elect=false",
-            "--kube-api-qps", "10000", "--kube-api-burst", "10000", *extra,
+            "--kube-api-qps", "10000", "--kube-api-burst", "10000", *gates, *extra,
         ]  # fmt: skip
         with log.open("wb") as out:
             self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
