@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -189,14 +190,20 @@ def status_mb(pid: int, field: str) -> float:
     return 0.0
 
 
+VOLCANO_GATES = "--controllers=*,-colocation-config-controller,-sharding-controller"
+
+
 class VolcanoControllerProcess:
     """Volcano's own vc-controller-manager binary on the same control plane (admin kubeconfig,
     no leader election, the same unthrottled client as vcjob's)."""
 
     def __init__(self, binary: str, cluster: LocalCluster, log: Path, extra: Sequence[str]) -> None:
+        # The local cluster serves no ColocationConfiguration: Volcano's controller would wait
+        # for that informer forever and never start, unless its controller is left out.
+        gates = [] if any(a.startswith("--controllers") for a in extra) else [VOLCANO_GATES]
         argv = [
             binary, "--kubeconfig", str(cluster.kubeconfig), "--leader-elect=false",
-            "--kube-api-qps", "10000", "--kube-api-burst", "10000", *extra,
+            "--kube-api-qps", "10000", "--kube-api-burst", "10000", *gates, *extra,
         ]  # fmt: skip
         with log.open("wb") as out:
             self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
@@ -370,3 +377,78 @@ def histogram_quantile(metrics_text: str, name: str, q: float) -> float:
             return lower_bound + (bound - lower_bound) * share
         lower_bound, lower_count = bound, count
     return lower_bound
+
+
+_SERVER_REQUESTS = "apiserver_request_total"
+_SERVER_DURATION_SUM = "apiserver_request_duration_seconds_sum"
+
+
+def _per_kind(metrics_text: str, name: str) -> dict[str, float]:
+    """A kube-apiserver counter summed per `VERB resource[/subresource]` (scopes merged, codes
+    too but for conflicts, counted apart); WATCH requests are left out (their duration is the
+    watch's life)."""
+    totals: dict[str, float] = {}
+    prefix = name + "{"
+    for line in metrics_text.splitlines():
+        if not line.startswith(prefix):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+        verb = labels.get("verb", "")
+        if verb in ("WATCH", "CONNECT"):
+            continue
+        kind = labels.get("resource", "")
+        if labels.get("subresource"):
+            kind += "/" + labels["subresource"]
+        key = f"{verb} {kind}"
+        if labels.get("code") == "409":
+            key += " (409 Conflict)"
+        totals[key] = totals.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+    return totals
+
+
+@dataclass(frozen=True)
+class ServerRequests:
+    """What kube-apiserver served between two scrapes, per `VERB resource`: how many requests
+    and the seconds they took together (every client's: the controller's, kube-scheduler's,
+    kube-controller-manager's and the node agent's)."""
+
+    count: dict[str, float]
+    seconds: dict[str, float]
+
+    @staticmethod
+    def between(before: str, after: str) -> ServerRequests:
+        def delta(name: str) -> dict[str, float]:
+            old = _per_kind(before, name)
+            return {
+                k: v - old.get(k, 0.0)
+                for k, v in _per_kind(after, name).items()
+                if v - old.get(k, 0.0) > 0
+            }
+
+        return ServerRequests(delta(_SERVER_REQUESTS), delta(_SERVER_DURATION_SUM))
+
+    def lines(self, per: float, unit: str) -> list[str]:
+        """`VERB resource: N per unit, M ms per unit` for each kind, the most requests first."""
+        return [
+            f"{kind}: {n / per:.2f} per {unit}, {1000 * self.seconds.get(kind, 0.0) / per:.2f} ms "
+            f"per {unit}"
+            for kind, n in sorted(self.count.items(), key=lambda kv: -kv[1])
+        ]
+
+
+class Profiler:
+    """py-spy (from PATH) sampling a process when `output` is set, writing collapsed stacks
+    (`--format raw`) to `output` when stopped."""
+
+    def __init__(self, pid: int, output: Path | None) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+        if output is not None:
+            # --gil: only the thread holding the GIL, i.e. where the process's Python CPU goes.
+            argv = ["py-spy", "record", "--pid", str(pid), "--rate", "200", "--format", "raw"]
+            argv += ["--gil", "--output", str(output), "--nonblocking"]
+            self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            self.process.wait(60)

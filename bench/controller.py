@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/controller.py [--jobs 200] [--pods-per-job 5] [--replicas 1000]
         [--nodes 12] [--webhook] [--volcano-controller PATH [--volcano-arg ARG ...]]
+        [--only many-jobs|one-job] [--py-spy PREFIX]
 
 Two scenarios, each in namespaces of its own on one control plane (etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler v1.34 and `--nodes` simulated nodes whose pods run once
@@ -38,11 +39,14 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 _spec = importlib.util.spec_from_file_location("_controllerbench", HERE / "_controllerbench.py")
 assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)
+sys.modules["_controllerbench"] = bench  # its dataclasses look their module up
 _spec.loader.exec_module(bench)
 
 from kubeio.client import JOBS, PODS, Kube  # noqa: E402
 
 TIMEOUT = 900.0
+# After the last pod: the writes that follow it (status writes, Events, pods turning Running).
+SETTLE = 2.0
 WEBHOOK_HISTOGRAM = "apiserver_admission_webhook_admission_duration_seconds"
 
 
@@ -52,6 +56,8 @@ class Run:
     cpu_ms_per_pod: float | None = None
     peak_rss_mb: float | None = None
     server_cpu_ms_per_pod: float | None = None
+    # What kube-apiserver served from the contender's start until 2 s after its last pod.
+    requests: Any = None
 
 
 def server_cpu(cluster: Any) -> float:
@@ -61,11 +67,14 @@ def server_cpu(cluster: Any) -> float:
 def plain_loop(cluster: Any, kube: Kube, namespace: str, total: int) -> Run:
     bench.ensure_namespace(kube, namespace)
     arrivals = bench.PodArrivals(kube, namespace, total)
-    before = server_cpu(cluster)
+    before, scrape = server_cpu(cluster), bench.apiserver_metrics(cluster)
     for i in range(total):
         kube.create(PODS, namespace, bench.pod_body(f"plain-{i}"))
     seconds = arrivals.wait(TIMEOUT)
-    return Run(seconds, server_cpu_ms_per_pod=1000 * (server_cpu(cluster) - before) / total)
+    cpu = server_cpu(cluster) - before
+    time.sleep(SETTLE)
+    requests = bench.ServerRequests.between(scrape, bench.apiserver_metrics(cluster))
+    return Run(seconds, server_cpu_ms_per_pod=1000 * cpu / total, requests=requests)
 
 
 def submit(kube: Kube, namespace: str, label: str, jobs: int, replicas: int) -> list[float]:
@@ -80,22 +89,32 @@ def submit(kube: Kube, namespace: str, label: str, jobs: int, replicas: int) -> 
 
 
 def vcjob_controller(
-    cluster: Any, kube: Kube, tmp: Path, namespace: str, total: int, jobs: int
+    cluster: Any,
+    kube: Kube,
+    tmp: Path,
+    namespace: str,
+    total: int,
+    jobs: int,
+    profile: Path | None = None,
 ) -> tuple[Run, dict[str, float]]:
     arrivals = bench.PodArrivals(kube, namespace, total)
+    scrape = bench.apiserver_metrics(cluster)
     ctl = bench.ControllerProcess(cluster, tmp / f"controller-{namespace}.log", "--workers", "4")
     try:
         ctl.wait_ready()
+        profiler = bench.Profiler(ctl.process.pid, profile)
         cpu_before, server_before = ctl.cpu_seconds(), server_cpu(cluster)
         seconds = arrivals.wait(TIMEOUT)
         cpu, server = ctl.cpu_seconds() - cpu_before, server_cpu(cluster) - server_before
+        profiler.stop()
         # Let the reconciles after the last pod (status writes, Events) finish before counting.
-        time.sleep(2.0)
+        time.sleep(SETTLE)
         calls = bench.requests_by_method(ctl.metrics())
+        requests = bench.ServerRequests.between(scrape, bench.apiserver_metrics(cluster))
         peak = ctl.peak_rss_mb()
     finally:
         ctl.stop()
-    run = Run(seconds, 1000 * cpu / total, peak, 1000 * server / total)
+    run = Run(seconds, 1000 * cpu / total, peak, 1000 * server / total, requests)
     return run, {method: count / jobs for method, count in calls.items()}
 
 
@@ -103,15 +122,18 @@ def volcano_controller(
     cluster: Any, kube: Kube, tmp: Path, namespace: str, total: int, binary: str, extra: list[str]
 ) -> Run:
     arrivals = bench.PodArrivals(kube, namespace, total)
+    scrape = bench.apiserver_metrics(cluster)
     ctl = bench.VolcanoControllerProcess(binary, cluster, tmp / f"volcano-{namespace}.log", extra)
     try:
         cpu_before, server_before = ctl.cpu_seconds(), server_cpu(cluster)
         seconds = arrivals.wait(TIMEOUT)
         cpu, server = ctl.cpu_seconds() - cpu_before, server_cpu(cluster) - server_before
+        time.sleep(SETTLE)
+        requests = bench.ServerRequests.between(scrape, bench.apiserver_metrics(cluster))
         peak = ctl.peak_rss_mb()
     finally:
         ctl.stop()
-    return Run(seconds, 1000 * cpu / total, peak, 1000 * server / total)
+    return Run(seconds, 1000 * cpu / total, peak, 1000 * server / total, requests)
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -127,6 +149,7 @@ def scenario(
     bench.delete_namespace(kube, f"plain-{label}")
     print(f"{label}: one client, seconds for {total} pods: {plain.seconds:.2f}")
     print(f"{label}: one client, API server CPU ms per pod: {plain.server_cpu_ms_per_pod:.2f}")
+    server_lines(label, "one client", plain, jobs)
 
     contenders: list[tuple[str, Run]] = []
     before = bench.apiserver_metrics(cluster) if args.webhook else ""
@@ -134,7 +157,8 @@ def scenario(
     if args.webhook:
         after = bench.apiserver_metrics(cluster)
         webhook_lines(label, latencies, before, after)
-    run, calls = vcjob_controller(cluster, kube, tmp, f"vcjob-{label}", total, jobs)
+    profile = Path(f"{args.py_spy}-{label}.txt") if args.py_spy else None
+    run, calls = vcjob_controller(cluster, kube, tmp, f"vcjob-{label}", total, jobs, profile)
     bench.delete_namespace(kube, f"vcjob-{label}")
     contenders.append(("vcjob", run))
     by_method = ", ".join(f"{m} {n:.1f}" for m, n in sorted(calls.items()))
@@ -155,6 +179,18 @@ def scenario(
         print(f"{label}: {name} CPU ms per pod: {run.cpu_ms_per_pod:.2f}")
         print(f"{label}: {name} peak RSS MB: {run.peak_rss_mb:.0f}")
         print(f"{label}: {name} API server CPU ms per pod: {run.server_cpu_ms_per_pod:.2f}")
+        server_lines(label, name, run, jobs)
+
+
+def server_lines(label: str, name: str, run: Run, jobs: int) -> None:
+    """kube-apiserver's requests per Job by kind while `name` ran (every client's, the
+    scheduler's bindings and the node agent's pod status writes included)."""
+    if run.requests is None:
+        return
+    total = sum(run.requests.count.values()) / jobs
+    print(f"{label}: {name} API server requests per job: {total:.2f}")
+    for line in run.requests.lines(jobs, "job"):
+        print(f"{label}: {name} API server   {line}")
 
 
 def webhook_lines(label: str, latencies: list[float], before: str, after: str) -> None:
@@ -181,6 +217,12 @@ def main() -> None:
     )
     parser.add_argument("--volcano-arg", action="append", default=[], help="one more flag for it")
     parser.add_argument("--only", choices=["one-job", "many-jobs"], help="run one scenario")
+    parser.add_argument(
+        "--py-spy",
+        metavar="PREFIX",
+        help="sample vcjob's controller with py-spy while it creates the pods "
+        "(collapsed stacks in PREFIX-<scenario>.txt)",
+    )
     args = parser.parse_args()
     print(f"machine: {bench.machine_line()}; nodes: {args.nodes}; webhook: {args.webhook}")
     with bench.control_plane(args.nodes, args.webhook) as (cluster, tmp, kube):

@@ -34,6 +34,7 @@ class Informer:
         stop: threading.Event,
         *,
         timeout_seconds: int = 300,
+        label_selector: str | None = None,
     ) -> None:
         self._resource = resource
         self._on_change = on_change
@@ -41,7 +42,12 @@ class Informer:
         self._store: dict[str, WireObject] = {}
         # The owner enqueues from `on_change`; the reflector's own key hand-off is not used.
         self._reflector = Reflector(
-            kube, WatchSpec(resource), self, _ignore_keys, stop, timeout_seconds=timeout_seconds
+            kube,
+            WatchSpec(resource, label_selector),
+            self,
+            _ignore_keys,
+            stop,
+            timeout_seconds=timeout_seconds,
         )
 
     @property

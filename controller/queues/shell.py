@@ -76,7 +76,9 @@ class QueueController(KeyWorkers):
     # --- events -> keys --------------------------------------------------------------------
 
     def _on_queue(self, old: WireObject | None, new: WireObject | None) -> None:
-        if new is not None:
+        # The echo of a counts write changes nothing to sync: re-syncing on it would write the
+        # counts again at once, past the coalescing delay, as long as PodGroups keep changing.
+        if new is not None and (old is None or _sans_counts(old) != _sans_counts(new)):
             self.queue.add(str(new["metadata"]["name"]))
 
     def _on_podgroup(self, old: WireObject | None, new: WireObject | None) -> None:
@@ -230,6 +232,18 @@ class QueueController(KeyWorkers):
 
 
 _COMMAND_PREFIX: Final = "command:"
+_COUNTS: Final = frozenset(podgroup_counts([]))
+
+
+def _sans_counts(queue: WireObject) -> WireObject:
+    """A Queue without its PodGroup counts and the metadata every write changes."""
+    meta = {
+        k: v
+        for k, v in (queue.get("metadata") or {}).items()
+        if k not in ("resourceVersion", "managedFields")
+    }
+    status = {k: v for k, v in (queue.get("status") or {}).items() if k not in _COUNTS}
+    return {**queue, "metadata": meta, "status": status}
 
 
 def _view(queue: WireObject) -> QueueView:

@@ -23,6 +23,7 @@ from kubeio.client import PODGROUPS, PODS, Resource
 from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
+from shared import labels
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,11 @@ class PodGroupController(KeyWorkers):
         self.recorder = recorder
         self.scheduler_names = frozenset(scheduler_names)
         self.inherit = inherit_owner_annotations
-        self.pods = Informer(kube, PODS, self._on_pod, self._stop)
+        # The job controller's pods name their group and come from its own watch: not watching
+        # them here halves the pod events the process decodes and keeps one copy of each pod.
+        self.pods = Informer(
+            kube, PODS, self._on_pod, self._stop, label_selector=f"!{labels.JOB_NAME_KEY}"
+        )
         self.replicasets = Informer(kube, REPLICASETS, self._on_owner, self._stop)
         self.statefulsets = Informer(kube, STATEFULSETS, self._on_owner, self._stop)
         # Read for their annotations only.

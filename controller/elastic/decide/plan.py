@@ -359,6 +359,10 @@ def _make_room(
 ) -> None:
     """Shrink the most fulfilled elastic tasks until each blocked job's minimum fits."""
     all_extras = sum_amounts(extra_part.values())
+    # A blocked job gives nothing: its replicas beyond the minimum are already counted as room
+    # that may wait (`all_extras`), and a job that waits has its whole share back in `free`;
+    # shrinking it would count the same capacity twice.
+    blocked_keys = {(j.namespace, j.name) for j in blocked}
     for position, job in enumerate(blocked):
         key = (job.namespace, job.name)
         is_gpu = _job_is_gpu(job, settings.gpu_resource)
@@ -380,7 +384,7 @@ def _make_room(
             for u in units
             if u.is_gpu == is_gpu
             and u.job.phase in DONOR_PHASES
-            and (u.job.namespace, u.job.name) != key
+            and (u.job.namespace, u.job.name) not in blocked_keys
         ]
         if is_gpu:
             # GPUs cannot be overcommitted: freeing fewer than the job needs only idles them.

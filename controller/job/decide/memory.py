@@ -12,6 +12,7 @@ from controller.job.decide.scaling import SpecShape
 SPEC_SHAPE: Final = "specShape"
 TIMERS: Final = "timers"
 DELETED_POD_GROUP: Final = "deletedPodGroupUid"
+REPORT_DUE: Final = "reportDue"
 
 
 class TimerRecord(TypedDict):
@@ -33,6 +34,8 @@ class PlannerMemory(TypedDict, total=False):
     timers: dict[str, TimerRecord]
     # The PodGroup a full restart deleted, so a stale cache copy of it never opens the gang gate.
     deletedPodGroupUid: str
+    # When a status change that only reports must be written at the latest (RFC 3339).
+    reportDue: str
     # The ssh plugin's generated key pair `{private, public}` until its Secret exists.
     sshKey: dict[str, str]
 

@@ -114,8 +114,18 @@ def finalize(r: JobRound, d: Draft) -> None:
         succeeded=draft.succeeded_now(r, d),
     )
     new_status = encode(read, d.status, counters, lifecycle_fields(r, d))
-    if not status_mod.unchanged(read, new_status):
-        d.plan.status = new_status
+    unchanged = status_mod.unchanged(read, new_status)
+    if not unchanged:
+        # A change that only reports may wait for the next write (typedconditions.report_wait).
+        due = status_mod.parse_time(d.memory.get(memory.REPORT_DUE))
+        wait = typedconditions.report_wait(read, new_status, due, r.now)
+        if wait is None:
+            d.plan.status = new_status
+        else:
+            d.memory[memory.REPORT_DUE] = (due or r.now + wait).isoformat()
+            d.requeue.append(wait)
+    if d.plan.status is not None or unchanged:
+        d.memory.pop(memory.REPORT_DUE, None)
 
     if d.timers:
         d.memory["timers"] = timers_mod.encode(d.timers)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from controller.job.decide.blocked import NOT_ADMITTED, Blocked
@@ -14,6 +15,12 @@ from shared.models import JobPhase
 # Volcano's state reasons renamed for the Failed condition (batch/v1 Job's names where one fits).
 FAILED_REASONS: Final[Mapping[str, str]] = {"MaxRetryExceeded": "BackoffLimitExceeded"}
 _ADMITTED_PHASES: Final = frozenset({"Inqueue", "Running"})
+# A status change that only reports (counts of pending and running pods, the scheduler's
+# admission) waits this long for the next change instead of taking a write of its own.
+REPORT_DELAY: Final = timedelta(seconds=2)
+_REPORTED: Final = frozenset(
+    {"pending", "running", "unknown", "taskStatusCount", "typedConditions"}
+)
 
 
 @dataclass(frozen=True)
@@ -87,3 +94,44 @@ def status_reason(typed: Sequence[Mapping[str, Any]]) -> str | None:
         if found is not None and found.get("status") == "True":
             return str(found.get("reason") or type_)
     return None
+
+
+def only_reported(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """True when status `new` differs from `old` only in what reports the pods and the
+    scheduler: pods moving between pending, running and unknown (as many as before, so
+    taskStatusCount moves with them) and the Admitted condition turning True. No phase, no pod
+    created, deleted or finished, no other condition: nothing a reader waits on to act. What
+    turns False, or any other field, is written at once."""
+    if {k: v for k, v in old.items() if k not in _REPORTED} != {
+        k: v for k, v in new.items() if k not in _REPORTED
+    }:
+        return False
+    if _live_pods(old) != _live_pods(new):
+        return False  # pods came or went: they are counted at once
+    old_typed = old.get("typedConditions") or []
+    new_typed = new.get("typedConditions") or []
+    if [c for c in old_typed if c.get("type") != cond.ADMITTED] != [
+        c for c in new_typed if c.get("type") != cond.ADMITTED
+    ]:
+        return False
+    return cond.is_true(new_typed, cond.ADMITTED) or not cond.is_true(old_typed, cond.ADMITTED)
+
+
+def _live_pods(status: Mapping[str, Any]) -> int:
+    return sum(int(status.get(k) or 0) for k in ("pending", "running", "unknown"))
+
+
+def report_wait(
+    old: Mapping[str, Any], new: Mapping[str, Any], due: datetime | None, now: datetime
+) -> timedelta | None:
+    """How much longer the write of `new` may wait (None: write it now). A change that only
+    reports (`only_reported`) waits `REPORT_DELAY` from when it was first seen (`due`, None the
+    first time), so that the pods of a job turning Running one by one, and the scheduler's
+    admission before them, share one write, or ride on the write of the next phase. It is
+    never held longer, and no decision reads it: the planner counts the pods and reads the
+    PodGroup itself."""
+    if not only_reported(old, new):
+        return None
+    if due is None:
+        return REPORT_DELAY
+    return due - now if due > now else None

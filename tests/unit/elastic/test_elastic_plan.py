@@ -352,3 +352,15 @@ def test_jobs_waiting_for_room_are_served_oldest_first() -> None:
     (decision,) = plan_elastic(jobs, gpu_nodes(1), pods_of_all(jobs), ElasticSettings())
     assert (decision.job, decision.to_replicas) == ("a", 1)
     assert "job default/d needs 1 GPU" in decision.reason
+
+
+def test_a_waiting_job_gives_nothing_to_a_later_one() -> None:
+    """Every GPU is held by a Running job. The first Pending job cannot get its minimum and
+    waits, so what it would hold goes back to the free count; shrinking its elastic task for the
+    next Pending job would count those GPUs twice and hand a GPU that does not exist to the
+    Running job."""
+    running = job("a", task(1, 1, 2, gpu=1), fixed(4, gpu=2))
+    waiting = job("b", task(2, 1, 2, gpu=2), phase="Pending", created="2026-01-01T00:00:01Z")
+    later = job("c", fixed(1, gpu=1), phase="Pending", created="2026-01-01T00:00:02Z")
+    jobs = [running, waiting, later]
+    assert plan_elastic(jobs, gpu_nodes(3, gpu=3), pods_of_all(jobs), ElasticSettings()) == []

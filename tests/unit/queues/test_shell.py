@@ -145,3 +145,26 @@ def test_closing_a_parent_closes_its_open_children_and_opening_it_reopens_them(
     # The child its owner closed stays closed.
     controller.sync("closed-child")
     assert _state(controller, "closed-child") == "Closed"
+
+
+def test_the_echo_of_a_counts_write_is_not_synced_again(setup: Any) -> None:
+    controller, _, _ = setup
+    before = {**queue("q", "Open"), "metadata": {"name": "q", "resourceVersion": "1"}}
+    echo = {
+        **before,
+        "metadata": {"name": "q", "resourceVersion": "2"},
+        "status": {"state": "Open", "pending": 3, "running": 1},
+    }
+    controller._on_queue(before, echo)
+    assert len(controller.queue) == 0
+    closed = {
+        **echo,
+        "metadata": {"name": "q", "resourceVersion": "3"},
+        "status": {"state": "Closed"},
+    }
+    controller._on_queue(echo, closed)
+    assert len(controller.queue) == 1
+    reparented = {**before, "spec": {"weight": 1, "parent": "root"}}
+    controller._on_queue(before, reparented)
+    controller._on_queue(None, before)
+    assert controller.queue.get(timeout=0) == "q"
