@@ -148,7 +148,7 @@ def test_closing_a_parent_closes_its_open_children_and_opening_it_reopens_them(
 
 
 def test_the_echo_of_a_counts_write_is_not_synced_again(setup: Any) -> None:
-    controller, _, _ = setup
+    controller, _ = setup
     before = {**queue("q", "Open"), "metadata": {"name": "q", "resourceVersion": "1"}}
     echo = {
         **before,
