@@ -13,6 +13,9 @@ limit is 256 Mi — and falls back once they are gone:
 
     .venv/bin/python bench/webhook.py --stalled-only
 
+It stays one script, longer than our modules, so that a benchmark is one file anyone can read
+and run on its own.
+
 The in-process cost per request (the apps called as ASGI callables: no sockets, TLS or HTTP
 parsing) is printed too; on a shared machine it is steadier than the throughput ratio. To see
 the effect of a change, measure an earlier checkout in the same run, interleaved with this one:

@@ -4,6 +4,10 @@ Objects travel as plain wire dicts through `ApiClient.param_serialize` (URL, hea
 `call_api` (the body as it is), never through the client's generated models (they drop or
 reject unknown fields). Every failure is translated here into an error that carries the retry
 decision (`kubeio.errors`).
+
+It is longer than our other modules on purpose: everything that touches the HTTP client (the
+connection pool, credentials, encoded bodies, timeouts, the translation of failures) sits in
+one file, so that nothing else needs to know how the Kubernetes client library behaves.
 """
 
 from __future__ import annotations
