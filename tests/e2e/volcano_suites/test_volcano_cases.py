@@ -1,0 +1,96 @@
+"""Cases from Volcano's admission and jobp suites that vcjob once failed, in our own words: a
+JobFlow updated right after it is created (its JobTemplates not there yet), and Open queues
+deleted as Volcano 1.14 deletes them."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+import yaml
+
+from localcluster import testing
+from localcluster.testing import LocalCluster
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+WAIT = 90.0
+
+
+def get_json(cluster: LocalCluster, *what: str) -> Any:
+    return json.loads(cluster.kubectl("get", *what, "-o", "json").stdout)
+
+
+def flow_events(cluster: LocalCluster, namespace: str, flow: str) -> list[dict[str, Any]]:
+    events = get_json(
+        cluster,
+        "events",
+        "-n",
+        namespace,
+        "--field-selector",
+        f"involvedObject.kind=JobFlow,involvedObject.name={flow}",
+    )["items"]
+    return [e for e in events if e.get("reason") == "JobTemplateNotFound"]
+
+
+def test_a_flow_waiting_for_its_templates_can_be_updated_as_created(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    flow = {
+        "apiVersion": "flow.volcano.sh/v1alpha1",
+        "kind": "JobFlow",
+        "metadata": {"name": "grows", "namespace": namespace},
+        "spec": {
+            "jobRetainPolicy": "retain",
+            "flows": [{"name": "fetch"}, {"name": "train", "dependsOn": {"targets": ["fetch"]}}],
+        },
+    }
+    created = json.loads(
+        cluster.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(flow)).stdout
+    )
+    # The controller has looked at the flow twice (it retries a missing template every few
+    # seconds), so whatever its first look wrote is written by now.
+    testing.wait_for(
+        lambda: flow_events(cluster, namespace, "grows"),
+        lambda events: events and events[0].get("count", 1) >= 2,
+        "two JobTemplateNotFound events on the flow",
+        timeout=WAIT,
+    )
+    current = get_json(cluster, "jobflow", "grows", "-n", namespace)
+    assert current["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert not current.get("status")
+    # An update carrying the resourceVersion create returned is not a conflict.
+    created["spec"]["flows"].append({"name": "report", "dependsOn": {"targets": ["train"]}})
+    replaced = cluster.kubectl("replace", "-f", "-", input=yaml.safe_dump(created), check=False)
+    assert replaced.returncode == 0, replaced.stderr
+    steps = [f["name"] for f in get_json(cluster, "jf", "grows", "-n", namespace)["spec"]["flows"]]
+    assert steps == ["fetch", "train", "report"]
+
+
+def test_open_queues_are_deleted_as_volcano_deletes_them(cluster: LocalCluster) -> None:
+    name = f"open-{uuid.uuid4().hex[:6]}"
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": 1},
+    }
+    cluster.kubectl("create", "-f", "-", input=json.dumps(queue))
+    testing.wait_for(
+        lambda: get_json(cluster, "queue", name).get("status", {}).get("state"),
+        lambda state: state == "Open",
+        f"queue {name} to be Open",
+        timeout=WAIT,
+    )
+    deleted = cluster.kubectl("delete", "queue", name, "--wait=false", check=False)
+    assert deleted.returncode == 0, deleted.stderr
+    kept = cluster.kubectl("delete", "queue", "default", "--wait=false", check=False)
+    assert kept.returncode != 0
+    assert "`default` queue can not be deleted" in kept.stderr
+    testing.wait_until(
+        f"queue {name} to be gone",
+        lambda: cluster.kubectl("get", "queue", name, check=False).returncode != 0,
+        timeout=WAIT,
+    )
