@@ -94,3 +94,58 @@ def test_open_queues_are_deleted_as_volcano_deletes_them(cluster: LocalCluster) 
         lambda: cluster.kubectl("get", "queue", name, check=False).returncode != 0,
         timeout=WAIT,
     )
+
+
+def make_queue(name: str, parent: str | None = None, **spec: Any) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"weight": 1, **({"parent": parent} if parent else {}), **spec},
+        }
+    )
+
+
+def test_child_queues_share_what_their_parent_has(cluster: LocalCluster) -> None:
+    tag = uuid.uuid4().hex[:6]
+    lab, team_a, team_b = f"lab-{tag}", f"team-a-{tag}", f"team-b-{tag}"
+    cluster.kubectl(
+        "create",
+        "-f",
+        "-",
+        input=make_queue(lab, "root", deserved={"cpu": "4"}, capability={"cpu": "8"}),
+    )
+    testing.wait_until(
+        f"the webhook's cache to know queue {lab}",
+        lambda: (
+            cluster.kubectl(
+                "create", "--dry-run=server", "-f", "-", input=make_queue("probe", lab), check=False
+            ).returncode
+            == 0
+        ),
+        timeout=WAIT,
+    )
+    cluster.kubectl("create", "-f", "-", input=make_queue(team_a, lab, deserved={"cpu": "3"}))
+    testing.wait_until(
+        f"the webhook's cache to know queue {team_a}",
+        lambda: (
+            cluster.kubectl("delete", "queue", lab, "--dry-run=server", check=False).returncode != 0
+        ),
+        timeout=WAIT,
+    )
+    # A second child asking for more than the parent has left is refused, with the field.
+    refused = cluster.kubectl(
+        "create", "-f", "-", input=make_queue(team_b, lab, deserved={"cpu": "2"}), check=False
+    )
+    assert refused.returncode != 0
+    assert "spec.deserved[cpu]" in refused.stderr
+    assert f"parent queue {lab} validation failed: sum of children's deserved" in refused.stderr
+    # The parent cannot shrink below what its children take, nor cap them below their caps.
+    shrink = cluster.kubectl(
+        "patch", "queue", lab, "--type=merge", "-p", '{"spec":{"deserved":{"cpu":"2"}}}',
+        check=False,
+    )  # fmt: skip
+    assert shrink.returncode != 0
+    assert f"queue {lab} validation failed: sum of children's deserved (cpu 3)" in shrink.stderr
+    cluster.kubectl("create", "-f", "-", input=make_queue(team_b, lab, deserved={"cpu": "1"}))
