@@ -149,3 +149,56 @@ def test_child_queues_share_what_their_parent_has(cluster: LocalCluster) -> None
     assert shrink.returncode != 0
     assert f"queue {lab} validation failed: sum of children's deserved (cpu 3)" in shrink.stderr
     cluster.kubectl("create", "-f", "-", input=make_queue(team_b, lab, deserved={"cpu": "1"}))
+
+
+def test_a_batch_job_podgroup_is_completed_once_its_pods_finished(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    """Volcano's scheduling suite: a Kubernetes Job of the `volcano` scheduler finishes, and its
+    PodGroup (from the PodGroup controller) goes Completed, counted so by its queue."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "short", "namespace": namespace},
+        "spec": {
+            "parallelism": 2,
+            "completions": 2,
+            "template": {
+                "metadata": {"annotations": {"sim.vcjob.io/runtime": "2s"}},
+                "spec": {
+                    "schedulerName": "volcano",
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "command": ["sh", "-c", "sleep 2"],
+                            "resources": {"requests": {"cpu": "1"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+    cluster.kubectl("create", "-f", "-", input=json.dumps(job))
+    uid = get_json(cluster, "job.batch", "short", "-n", namespace)["metadata"]["uid"]
+    testing.wait_for(
+        lambda: get_json(cluster, "job.batch", "short", "-n", namespace).get("status", {}),
+        lambda status: status.get("succeeded") == 2,
+        "the Job to succeed",
+        timeout=WAIT,
+    )
+    group = testing.wait_for(
+        lambda: get_json(cluster, "podgroup", f"podgroup-{uid}", "-n", namespace),
+        lambda g: (g.get("status") or {}).get("phase") == "Completed",
+        "the PodGroup to be Completed",
+        timeout=WAIT,
+    )
+    assert group["status"].get("succeeded") == 2
+    testing.wait_until(
+        "the default queue to count a completed PodGroup",
+        lambda: (
+            (get_json(cluster, "queue", "default").get("status") or {}).get("completed", 0) >= 1
+        ),
+        timeout=WAIT,
+    )
