@@ -18,7 +18,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import jsonpatch
 
-from shared import labels
+from shared import labels, quantity
 from shared.fielderrors import FieldError, render
 from shared.models.scheduling import Queue
 from shared.models.topology import HYPERNODE_KIND, TOPOLOGY_GROUP, TOPOLOGY_VERSION
@@ -237,9 +237,12 @@ def _queue_context(queue: dict[str, Any], view: QueueView | None) -> queues.Queu
     parent_queue = view.get(parent) if isinstance(parent, str) and parent else None
     parent_shares = None
     siblings: list[queues.QueueShares] = []
+    parent_pods = 0
     if parent_queue is not None and parent != labels.ROOT_QUEUE:
         parent_shares = _shares(parent_queue)
         siblings = [_shares(q) for q in _queues(view, view.children(str(parent))) if q.name != name]
+        if not siblings:
+            parent_pods = _allocated_pods(parent_queue)
     # Volcano leaves `root` out of the hierarchy's checks: every top-level queue is its child.
     below = bool(name) and name != labels.ROOT_QUEUE
     children = _queues(view, view.children(name)) if below else []
@@ -253,7 +256,14 @@ def _queue_context(queue: dict[str, Any], view: QueueView | None) -> queues.Queu
         descendant_capabilities=[
             q.spec.capability or {} for q in (_descendants(view, name) if below else [])
         ],
+        parent_pods=parent_pods,
     )
+
+
+def _allocated_pods(queue: Queue) -> int:
+    allocated = (queue.status.allocated or {}) if queue.status else {}
+    amount = quantity.try_parse(allocated.get("pods"))
+    return int(amount) if amount is not None and amount > 0 else 0
 
 
 def _shares(queue: Queue) -> queues.QueueShares:

@@ -405,6 +405,50 @@ def validate_children_shares(
     return errors
 
 
+# Volcano's webhook manager: `--max-queue-depth` (5) counts the queue and its ancestors below root.
+MAX_DEPTH: Final = 5
+ROOT_SHARES: Final = ("capability", "deserved", "guarantee")
+
+
+def validate_depth(name: str, parent: Any, ancestors: int, path: Path) -> list[FieldError]:
+    """The queue and its `ancestors` (below root) are at most MAX_DEPTH levels."""
+    if parent in (None, "", "root") or 1 + ancestors <= MAX_DEPTH:
+        return []
+    return [
+        FieldError.invalid(
+            path, parent, f"queue {name} exceeds the maximum allowed depth of {MAX_DEPTH}"
+        )
+    ]
+
+
+def validate_parent_pods(name: str, parent: Any, parent_pods: int, path: Path) -> list[FieldError]:
+    """A queue whose pods run in it (`parent_pods`: its allocated pods, 0 when it has children
+    already) does not become a parent: its pods would sit in an inner queue."""
+    if parent in (None, "", "root") or parent_pods <= 0:
+        return []
+    return [
+        FieldError.invalid(
+            path,
+            parent,
+            f"queue {parent} cannot be the parent queue of queue {name} because it has "
+            f"allocated Pods: {parent_pods}",
+        )
+    ]
+
+
+def validate_root_shares(old_spec: Mapping[str, Any], spec: Mapping[str, Any]) -> list[FieldError]:
+    """`root`'s capability, deserved and guarantee stay as they are (Volcano's
+    `--enable-root-queue-protection`, on by default)."""
+    changed = [k for k in ROOT_SHARES if old_spec.get(k) != spec.get(k)]
+    return [
+        FieldError.forbidden(
+            Path.of("spec", key),
+            "root queue's resource attributes (capability, deserved, guarantee) cannot be modified",
+        )
+        for key in changed
+    ]
+
+
 def _spec(queue: Any) -> Mapping[str, Any]:
     spec = queue.get("spec") if isinstance(queue, dict) else None
     return spec if isinstance(spec, dict) else {}
@@ -442,6 +486,8 @@ class QueueContext:
     # This queue's children, and the capability of every queue below it.
     children: Sequence[QueueShares] = ()
     descendant_capabilities: Sequence[Mapping[str, Any]] = ()
+    # The pods the parent runs itself (`status.allocated.pods`; 0 once it has other children).
+    parent_pods: int = 0
 
 
 def validate_queue(new: Any, old: Any, context: QueueContext) -> list[FieldError]:
@@ -465,12 +511,21 @@ def validate_queue(new: Any, old: Any, context: QueueContext) -> list[FieldError
         errors += validate_parent(
             name, spec.get("parent"), context.parent_exists, spec_path.child("parent")
         )
+        if spec.get("parent") != name:
+            errors += validate_depth(
+                name, spec.get("parent"), len(context.ancestors), spec_path.child("parent")
+            )
+            errors += validate_parent_pods(
+                name, spec.get("parent"), context.parent_pods, spec_path.child("parent")
+            )
     if old_spec is None or any(old_spec.get(k) != spec.get(k) for k in ("parent", "capability")):
         errors += validate_ancestor_capability(
             name, spec.get("capability"), context.ancestors, spec_path.child("capability")
         )
     # As Volcano: the hierarchy's sums are checked on CREATE and when a share or the parent
     # changes, so queues stored before the rule keep being updatable otherwise.
+    if name == "root" and old_spec is not None:
+        errors += validate_root_shares(old_spec, spec)
     shares = ("parent", "capability", "deserved", "guarantee")
     if old_spec is None or any(old_spec.get(k) != spec.get(k) for k in shares):
         errors += validate_sibling_shares(

@@ -202,3 +202,31 @@ def test_a_batch_job_podgroup_is_completed_once_its_pods_finished(
         ),
         timeout=WAIT,
     )
+
+
+def test_a_hierarchy_is_at_most_five_queues_deep(cluster: LocalCluster) -> None:
+    tag = uuid.uuid4().hex[:6]
+    parent = "root"
+    for level in range(1, 6):
+        name = f"level{level}-{tag}"
+        testing.wait_until(
+            f"queue {name} to be admitted under {parent}",
+            lambda name=name, parent=parent: (
+                cluster.kubectl(
+                    "create", "-f", "-", input=make_queue(name, parent), check=False
+                ).returncode
+                == 0
+            ),
+            timeout=WAIT,
+        )
+        parent = name
+    sixth = f"level6-{tag}"
+    refused = testing.wait_for(
+        lambda: cluster.kubectl("create", "-f", "-", input=make_queue(sixth, parent), check=False),
+        lambda result: "failed to get parent queue" not in result.stderr,
+        f"the webhook's cache to know queue {parent}",
+        timeout=WAIT,
+    )
+    assert refused.returncode != 0
+    assert f'spec.parent: Invalid value: "{parent}"' in refused.stderr
+    assert f"queue {sixth} exceeds the maximum allowed depth of 5" in refused.stderr

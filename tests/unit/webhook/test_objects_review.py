@@ -88,3 +88,12 @@ def test_root_neither_limits_its_children_nor_is_limited_by_them() -> None:
     assert _queue_context(queue("top", "root"), view).parent_shares is None
     root = _queue_context(queue("root"), view)
     assert (list(root.children), list(root.descendant_capabilities)) == ([], [])
+
+
+def test_a_parent_without_children_yet_tells_its_pods() -> None:
+    busy = queue("busy", "root")
+    busy["status"] = {"allocated": {"cpu": "2", "pods": "3"}}
+    view = Queues(queue("root"), busy)
+    assert _queue_context(queue("q", "busy"), view).parent_pods == 3
+    crowded = Queues(queue("root"), busy, queue("kid", "busy"))
+    assert _queue_context(queue("q", "busy"), crowded).parent_pods == 0  # a parent already

@@ -15,11 +15,14 @@ from webhook.rules.queues import (
     validate_ancestor_capability,
     validate_children_shares,
     validate_deletion,
+    validate_depth,
     validate_hierarchy,
     validate_hierarchy_place,
     validate_parent,
+    validate_parent_pods,
     validate_queue,
     validate_resources,
+    validate_root_shares,
     validate_sibling_shares,
     validate_state,
     validate_weight,
@@ -429,3 +432,68 @@ def test_validate_queue_checks_the_sums_when_a_share_or_the_parent_changes() -> 
     context = QueueContext(parent_exists=True, parent_shares=PARENT)
     assert [e.field for e in validate_queue(queue, None, context)] == ["spec.deserved[cpu]"]
     assert validate_queue(queue, queue, context) == []  # unchanged: not held against an update
+
+
+PARENT_PATH = SPEC.child("parent")
+
+
+@pytest.mark.parametrize(
+    ("parent", "ancestors", "expected"),
+    [
+        ("p", 4, []),  # five levels: the queue and four below root
+        ("root", 9, []),
+        (
+            "p",
+            5,
+            ['spec.parent: Invalid value: "p": queue q exceeds the maximum allowed depth of 5'],
+        ),
+    ],
+)
+def test_validate_depth(parent: str, ancestors: int, expected: list[str]) -> None:
+    assert rendered(validate_depth("q", parent, ancestors, PARENT_PATH)) == expected
+
+
+@pytest.mark.parametrize(
+    ("parent", "pods", "expected"),
+    [
+        ("p", 0, []),
+        ("root", 3, []),
+        (
+            "p",
+            3,
+            [
+                'spec.parent: Invalid value: "p": queue p cannot be the parent queue of queue q '
+                "because it has allocated Pods: 3"
+            ],
+        ),
+    ],
+)
+def test_validate_parent_pods(parent: str, pods: int, expected: list[str]) -> None:
+    assert rendered(validate_parent_pods("q", parent, pods, PARENT_PATH)) == expected
+
+
+def test_validate_root_shares() -> None:
+    old = {"capability": {"cpu": "8"}, "weight": 1}
+    assert validate_root_shares(old, {**old, "weight": 3}) == []
+    changed = {"capability": {"cpu": "16"}, "deserved": {"cpu": "1"}, "weight": 1}
+    assert rendered(validate_root_shares(old, changed)) == [
+        "spec.capability: Forbidden: root queue's resource attributes (capability, deserved, "
+        "guarantee) cannot be modified",
+        "spec.deserved: Forbidden: root queue's resource attributes (capability, deserved, "
+        "guarantee) cannot be modified",
+    ]
+
+
+def test_validate_queue_checks_depth_and_the_parents_pods_when_the_parent_changes() -> None:
+    queue = {"metadata": {"name": "q"}, "spec": {"parent": "p"}}
+    chain = [(f"a{i}", {}) for i in range(5)]
+    context = QueueContext(parent_exists=True, ancestors=chain, parent_pods=2)
+    assert [e.detail for e in validate_queue(queue, None, context)] == [
+        "queue q exceeds the maximum allowed depth of 5",
+        "queue p cannot be the parent queue of queue q because it has allocated Pods: 2",
+    ]
+    assert validate_queue(queue, queue, context) == []
+    root = {"metadata": {"name": "root"}, "spec": {"capability": {"cpu": "1"}}}
+    assert [e.field for e in validate_queue(root, {"metadata": {"name": "root"}}, context)] == [
+        "spec.capability"
+    ]
