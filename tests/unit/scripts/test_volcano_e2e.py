@@ -26,7 +26,7 @@ REPORT = """<?xml version="1.0" encoding="UTF-8"?>
   <testsuite name="Volcano Job Test Suite" tests="5">
     <testcase name="[BeforeSuite]" classname="jobp" status="passed"></testcase>
     <testcase name="[It] Jobs Scale down" classname="jobp" status="failed">
-      <failure message="Expected&#xA;    &lt;int&gt;: 1&#xA;to equal 2" type="failed">details</failure>
+      <failure message="Expected&#xA;    &lt;int&gt;: 1&#xA;to equal 2">details</failure>
     </testcase>
     <testcase name="[It] Jobs Scale up" classname="jobp" status="passed"></testcase>
     <testcase name="[It] MPI E2E Test run" classname="jobp" status="skipped">
