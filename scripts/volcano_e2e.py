@@ -37,6 +37,7 @@ from pathlib import Path
 
 import yaml
 
+from localcluster import testing
 from localcluster.testing import running_cluster
 
 SUITES = ("admission", "jobp", "jobseq", "cronjob")
@@ -304,6 +305,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
+    # Several clusters starting at once on a busy machine take longer than a test's minute.
+    testing.STARTUP_TIMEOUT = max(testing.STARTUP_TIMEOUT, 300.0)
     print(f"Volcano {volcano_version(args.volcano_src)} from {args.volcano_src}", flush=True)
     if not args.vcjob_defaults:
         os.environ.update(VOLCANO_COMPATIBLE_ENV)
