@@ -1016,7 +1016,14 @@ class _Planner:
                 if changed:
                     updated = copy.deepcopy(existing)
                     updated.update(copy.deepcopy(changed))
-                    self.plan.update.append(updated)
+                    # Before the PodGroup's update, as Volcano's initOnJobUpdate: a conflict on
+                    # the PodGroup (its status is written often) must not hold the hosts back.
+                    updates = self.plan.update
+                    slot = next(
+                        (i for i, o in enumerate(updates) if o.get("kind") == "PodGroup"),
+                        len(updates),
+                    )
+                    updates.insert(slot, updated)
             self.memory.pop(ssh_plugin.MEMORY_KEY, None) if plugin.name == "ssh" else None
             self.memory.update(plugin.remember())
 
