@@ -193,7 +193,7 @@ def answer_queue(
         facts = queues.DeletionFacts(
             name=name,
             state=status.get("state") if isinstance(status, dict) else None,
-            children=view.children(name) if view is not None else [],
+            children=_staying_children(view, name) if view is not None else [],
             podgroups=podgroup_names,
             require_closed=settings.queue_delete_requires_closed,
         )
@@ -264,6 +264,16 @@ def _allocated_pods(queue: Queue) -> int:
     allocated = (queue.status.allocated or {}) if queue.status else {}
     amount = quantity.try_parse(allocated.get("pods"))
     return int(amount) if amount is not None and amount > 0 else 0
+
+
+def _staying_children(view: QueueView, name: str) -> list[str]:
+    """The child queues that are not being deleted: a child deleted just before its parent (as
+    Volcano's suites clean up) does not hold the parent back."""
+    return [
+        q.name
+        for q in _queues(view, view.children(name))
+        if not q.metadata.get("deletionTimestamp")
+    ]
 
 
 def _shares(queue: Queue) -> queues.QueueShares:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.models import Queue
-from webhook.objects_review import _queue_context
+from webhook.objects_review import _queue_context, _staying_children
 
 
 class Queues:
@@ -97,3 +97,10 @@ def test_a_parent_without_children_yet_tells_its_pods() -> None:
     assert _queue_context(queue("q", "busy"), view).parent_pods == 3
     crowded = Queues(queue("root"), busy, queue("kid", "busy"))
     assert _queue_context(queue("q", "busy"), crowded).parent_pods == 0  # a parent already
+
+
+def test_a_child_being_deleted_does_not_hold_its_parent_back() -> None:
+    leaving = queue("leaving", "p")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    view = Queues(queue("p", "root"), leaving, queue("staying", "p"))
+    assert _staying_children(view, "p") == ["staying"]
