@@ -18,8 +18,9 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import jsonpatch
 
-from shared import labels
+from shared import labels, quantity
 from shared.fielderrors import FieldError, render
+from shared.models.scheduling import Queue
 from shared.models.topology import HYPERNODE_KIND, TOPOLOGY_GROUP, TOPOLOGY_VERSION
 from webhook.clusterlookups import ClusterLookups, ClusterReadError
 from webhook.review import (
@@ -192,7 +193,7 @@ def answer_queue(
         facts = queues.DeletionFacts(
             name=name,
             state=status.get("state") if isinstance(status, dict) else None,
-            children=view.children(name) if view is not None else [],
+            children=_staying_children(view, name) if view is not None else [],
             podgroups=podgroup_names,
             require_closed=settings.queue_delete_requires_closed,
         )
@@ -233,7 +234,71 @@ def _queue_context(queue: dict[str, Any], view: QueueView | None) -> queues.Queu
             current = found.spec.parent
     hierarchies = view.hierarchies() if isinstance(view, HierarchyView) else {}
     hierarchies.pop(name, None)
-    return queues.QueueContext(parent_exists, ancestors, hierarchies)
+    parent_queue = view.get(parent) if isinstance(parent, str) and parent else None
+    parent_shares = None
+    siblings: list[queues.QueueShares] = []
+    parent_pods = 0
+    if parent_queue is not None and parent != labels.ROOT_QUEUE:
+        parent_shares = _shares(parent_queue)
+        siblings = [_shares(q) for q in _queues(view, view.children(str(parent))) if q.name != name]
+        if not siblings:
+            parent_pods = _allocated_pods(parent_queue)
+    # Volcano leaves `root` out of the hierarchy's checks: every top-level queue is its child.
+    below = bool(name) and name != labels.ROOT_QUEUE
+    children = _queues(view, view.children(name)) if below else []
+    return queues.QueueContext(
+        parent_exists,
+        ancestors,
+        hierarchies,
+        parent_shares=parent_shares,
+        siblings=siblings,
+        children=[_shares(c) for c in children],
+        descendant_capabilities=[
+            q.spec.capability or {} for q in (_descendants(view, name) if below else [])
+        ],
+        parent_pods=parent_pods,
+    )
+
+
+def _allocated_pods(queue: Queue) -> int:
+    allocated = (queue.status.allocated or {}) if queue.status else {}
+    amount = quantity.try_parse(allocated.get("pods"))
+    return int(amount) if amount is not None and amount > 0 else 0
+
+
+def _staying_children(view: QueueView, name: str) -> list[str]:
+    """The child queues that are not being deleted: a child deleted just before its parent (as
+    Volcano's suites clean up) does not hold the parent back."""
+    return [
+        q.name
+        for q in _queues(view, view.children(name))
+        if not q.metadata.get("deletionTimestamp")
+    ]
+
+
+def _shares(queue: Queue) -> queues.QueueShares:
+    guarantee = queue.spec.guarantee.resource if queue.spec.guarantee else None
+    return queues.QueueShares(queue.name, guarantee or {}, queue.spec.deserved or {})
+
+
+def _queues(view: QueueView, names: list[str]) -> list[Queue]:
+    return [q for q in (view.get(n) for n in names) if q is not None]
+
+
+def _descendants(view: QueueView, name: str) -> list[Queue]:
+    """Every queue below `name` (a stored cycle, or a chain deeper than MAX_QUEUE_DEPTH, ends)."""
+    found: list[Queue] = []
+    seen = {name}
+    level = [name] if name else []
+    for _ in range(MAX_QUEUE_DEPTH):
+        below = _queues(view, [c for n in level for c in view.children(n)])
+        below = [q for q in below if q.name not in seen]
+        if not below:
+            break
+        seen.update(q.name for q in below)
+        found += below
+        level = [q.name for q in below]
+    return found
 
 
 def answer_podgroup(

@@ -69,6 +69,7 @@ PENDING = "Pending"
 INQUEUE = "Inqueue"
 RUNNING = "Running"
 UNKNOWN = "Unknown"
+COMPLETED = "Completed"
 # Phases of a gang the scheduler admitted: its pods are placed, its resources held.
 ADMITTED_PHASES = frozenset({INQUEUE, RUNNING, UNKNOWN})
 OPEN = "Open"
@@ -530,7 +531,14 @@ def _conditions(
 
 
 def gang_phase(
-    current: str, admitted_now: bool, min_member: int, running: int, succeeded: int, ready: int
+    current: str,
+    admitted_now: bool,
+    min_member: int,
+    running: int,
+    succeeded: int,
+    ready: int,
+    *,
+    completed: bool = False,
 ) -> str:
     """The gang's phase after a round. `running` and `succeeded` count its live pods in those
     phases, `ready` those bound (this round too), running or succeeded.
@@ -538,8 +546,17 @@ def gang_phase(
     Pending → Inqueue when admitted; Inqueue → Running once `minMember` run or succeeded. An
     admitted gang with running members but fewer than `minMember` ready is Unknown (Volcano's
     scheduler: running tasks and the gang unschedulable in one scheduling cycle); Unknown →
-    Running once `minMember` are ready again, → Pending when none runs."""
+    Running once `minMember` are ready again, → Pending when none runs.
+
+    `completed`: every member finished, at least `minMember` of them after being placed — an
+    admitted gang is then Completed, as Volcano's scheduler marks it; new members take a
+    Completed gang back to Running (or Pending, to be admitted afresh)."""
     phase = INQUEUE if admitted_now else (current or PENDING)
+    if phase in ADMITTED_PHASES | {COMPLETED}:
+        if completed:
+            return COMPLETED
+        if phase == COMPLETED:
+            return RUNNING if ready >= min_member > 0 else PENDING
     if phase in ADMITTED_PHASES and running > 0 and ready < min_member:
         return UNKNOWN
     if phase == INQUEUE and running + succeeded >= min_member:
@@ -562,7 +579,19 @@ def _group_status(
     succeeded = sum(p.phase == "Succeeded" for p in live)
     failed = sum(p.phase == "Failed" for p in live)
     ready = sum(1 for p in live if p.phase != "Failed" and (p.node_name or p.name in bound_now))
-    phase = gang_phase(group.phase, admitted_now, group.min_member, running, succeeded, ready)
+    # Volcano: the scheduled members (placed, failed or succeeded) reach minMember and all of
+    # them finished; a member still waiting to be placed keeps the gang from completing here.
+    completed = bool(live) and all(p.phase in FINISHED_PHASES for p in live)
+    completed = completed and sum(1 for p in live if p.node_name) >= max(group.min_member, 1)
+    phase = gang_phase(
+        group.phase,
+        admitted_now,
+        group.min_member,
+        running,
+        succeeded,
+        ready,
+        completed=completed,
+    )
     conditions = _conditions(group, admitted_now, refusal, now)
     return PodGroupStatus(
         group.namespace, group.name, phase, running, succeeded, failed, conditions

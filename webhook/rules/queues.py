@@ -284,6 +284,171 @@ def validate_ancestor_capability(
     return errors
 
 
+@dataclass(frozen=True)
+class QueueShares:
+    """A queue's guaranteed and deserved resources (raw quantities by resource name)."""
+
+    name: str
+    guarantee: Mapping[str, Any] = field(default_factory=dict)
+    deserved: Mapping[str, Any] = field(default_factory=dict)
+
+
+SHARES: Final = (("guarantee", ("guarantee", "resource")), ("deserved", ("deserved",)))
+
+
+def _amounts(value: Any) -> dict[str, Decimal]:
+    if not isinstance(value, Mapping):
+        return {}
+    parsed = {name: quantity.try_parse(raw) for name, raw in value.items()}
+    return {name: amount for name, amount in parsed.items() if amount is not None and amount >= 0}
+
+
+def _show(amounts: Mapping[str, Decimal]) -> str:
+    return ", ".join(f"{name} {amount.normalize():f}" for name, amount in sorted(amounts.items()))
+
+
+def _shares_of(share: str, spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    if share == "deserved":
+        value = spec.get("deserved")
+    else:
+        block = spec.get("guarantee")
+        value = block.get("resource") if isinstance(block, dict) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def _over(limit: Mapping[str, Decimal], total: Mapping[str, Decimal]) -> list[str]:
+    """Resources of which `total` is more than `limit` (a resource `limit` lacks counts as 0)."""
+    return sorted(name for name, amount in total.items() if amount > limit.get(name, Decimal(0)))
+
+
+def validate_sibling_shares(
+    name: str,
+    spec: Mapping[str, Any],
+    parent: QueueShares | None,
+    siblings: Sequence[QueueShares],
+    path: Path,
+) -> list[FieldError]:
+    """The guarantees (and the deserved shares) of a parent's children, this queue's included,
+    add up to at most the parent's own (`parent` None: `root` or not known, not checked; a
+    resource the parent does not list counts as 0, as Volcano counts it)."""
+    if parent is None:
+        return []
+    errors: list[FieldError] = []
+    for share, subpath in SHARES:
+        mine = _amounts(_shares_of(share, spec))
+        if not mine:
+            continue
+        limit = _amounts(parent.guarantee if share == "guarantee" else parent.deserved)
+        others = [s.guarantee if share == "guarantee" else s.deserved for s in siblings]
+        total = quantity.add_quantities(mine, *(_amounts(o) for o in others))
+        for resource in _over(limit, total):
+            if resource not in mine:
+                continue
+            errors.append(
+                FieldError.invalid(
+                    path.child(*subpath).key(resource),
+                    _shares_of(share, spec)[resource],
+                    f"parent queue {parent.name} validation failed: sum of children's {share} "
+                    f"({_show(total)}) exceeds parent's {share} limit ({_show(limit)}) "
+                    f"(queue {name} and its siblings)",
+                )
+            )
+    return errors
+
+
+def validate_children_shares(
+    name: str,
+    spec: Mapping[str, Any],
+    children: Sequence[QueueShares],
+    descendant_capabilities: Sequence[Mapping[str, Any]],
+    path: Path,
+) -> list[FieldError]:
+    """A queue with child queues holds them: its guarantee and deserved at least the sums of
+    theirs, and each resource of its capability at least the largest capability any queue
+    below it sets for that resource."""
+    if not children:
+        return []
+    errors: list[FieldError] = []
+    for share, subpath in SHARES:
+        limit = _amounts(_shares_of(share, spec))
+        total = quantity.add_quantities(
+            *(_amounts(c.guarantee if share == "guarantee" else c.deserved) for c in children)
+        )
+        over = _over(limit, total)
+        if over:
+            errors.append(
+                FieldError.invalid(
+                    path.child(*subpath),
+                    _show(limit) or "{}",
+                    f"queue {name} validation failed: sum of children's {share} "
+                    f"({_show(total)}) exceeds parent's {share} limit ({_show(limit)})",
+                )
+            )
+    capability = spec.get("capability")
+    if not isinstance(capability, Mapping):
+        return errors
+    for resource, raw in capability.items():
+        mine = quantity.try_parse(raw)
+        if mine is None or mine <= 0:
+            continue
+        below = [quantity.try_parse(c.get(resource)) for c in descendant_capabilities]
+        largest = max((b for b in below if b is not None), default=Decimal(0))
+        if mine < largest:
+            errors.append(
+                FieldError.invalid(
+                    path.child("capability").key(resource),
+                    raw,
+                    f"queue {name} capability[{resource}]={raw} is smaller than its "
+                    f"descendants' max capability={largest.normalize():f}",
+                )
+            )
+    return errors
+
+
+# Volcano's webhook manager: `--max-queue-depth` (5) counts the queue and its ancestors below root.
+MAX_DEPTH: Final = 5
+ROOT_SHARES: Final = ("capability", "deserved", "guarantee")
+
+
+def validate_depth(name: str, parent: Any, ancestors: int, path: Path) -> list[FieldError]:
+    """The queue and its `ancestors` (below root) are at most MAX_DEPTH levels."""
+    if parent in (None, "", "root") or 1 + ancestors <= MAX_DEPTH:
+        return []
+    return [
+        FieldError.invalid(
+            path, parent, f"queue {name} exceeds the maximum allowed depth of {MAX_DEPTH}"
+        )
+    ]
+
+
+def validate_parent_pods(name: str, parent: Any, parent_pods: int, path: Path) -> list[FieldError]:
+    """A queue whose pods run in it (`parent_pods`: its allocated pods, 0 when it has children
+    already) does not become a parent: its pods would sit in an inner queue."""
+    if parent in (None, "", "root") or parent_pods <= 0:
+        return []
+    return [
+        FieldError.invalid(
+            path,
+            parent,
+            f"queue {parent} cannot be the parent queue of queue {name} because it has "
+            f"allocated Pods: {parent_pods}",
+        )
+    ]
+
+
+def validate_root_shares(old_spec: Mapping[str, Any], spec: Mapping[str, Any]) -> list[FieldError]:
+    """`root`'s capability, deserved and guarantee stay as they are (Volcano's
+    `--enable-root-queue-protection`, on by default)."""
+    changed = [k for k in ROOT_SHARES if old_spec.get(k) != spec.get(k)]
+    return [
+        FieldError.forbidden(
+            Path.of("spec", key),
+            "root queue's resource attributes (capability, deserved, guarantee) cannot be modified",
+        )
+        for key in changed
+    ]
+
+
 def _spec(queue: Any) -> Mapping[str, Any]:
     spec = queue.get("spec") if isinstance(queue, dict) else None
     return spec if isinstance(spec, dict) else {}
@@ -315,6 +480,14 @@ class QueueContext:
     ancestors: Sequence[tuple[str, Mapping[str, Any]]] = ()
     # The `volcano.sh/hierarchy` annotation of every other queue that has one.
     hierarchies: Mapping[str, str] = field(default_factory=dict)
+    # The parent's shares (None: `root`, no parent, or not known) and its other children's.
+    parent_shares: QueueShares | None = None
+    siblings: Sequence[QueueShares] = ()
+    # This queue's children, and the capability of every queue below it.
+    children: Sequence[QueueShares] = ()
+    descendant_capabilities: Sequence[Mapping[str, Any]] = ()
+    # The pods the parent runs itself (`status.allocated.pods`; 0 once it has other children).
+    parent_pods: int = 0
 
 
 def validate_queue(new: Any, old: Any, context: QueueContext) -> list[FieldError]:
@@ -338,9 +511,28 @@ def validate_queue(new: Any, old: Any, context: QueueContext) -> list[FieldError
         errors += validate_parent(
             name, spec.get("parent"), context.parent_exists, spec_path.child("parent")
         )
+        if spec.get("parent") != name:
+            errors += validate_depth(
+                name, spec.get("parent"), len(context.ancestors), spec_path.child("parent")
+            )
+            errors += validate_parent_pods(
+                name, spec.get("parent"), context.parent_pods, spec_path.child("parent")
+            )
     if old_spec is None or any(old_spec.get(k) != spec.get(k) for k in ("parent", "capability")):
         errors += validate_ancestor_capability(
             name, spec.get("capability"), context.ancestors, spec_path.child("capability")
+        )
+    # As Volcano: the hierarchy's sums are checked on CREATE and when a share or the parent
+    # changes, so queues stored before the rule keep being updatable otherwise.
+    if name == "root" and old_spec is not None:
+        errors += validate_root_shares(old_spec, spec)
+    shares = ("parent", "capability", "deserved", "guarantee")
+    if old_spec is None or any(old_spec.get(k) != spec.get(k) for k in shares):
+        errors += validate_sibling_shares(
+            name, spec, context.parent_shares, context.siblings, spec_path
+        )
+        errors += validate_children_shares(
+            name, spec, context.children, context.descendant_capabilities, spec_path
         )
     return errors
 

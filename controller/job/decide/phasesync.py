@@ -165,7 +165,14 @@ def sync_children(r: JobRound, d: Draft, *, create: bool) -> None:
             if changed:
                 updated = copy.deepcopy(existing)
                 updated.update(copy.deepcopy(changed))
-                d.plan.update.append(updated)
+                # Before the PodGroup's update, as Volcano's initOnJobUpdate: a conflict on the
+                # PodGroup (its status is written often) must not hold the hosts back.
+                updates = d.plan.update
+                slot = next(
+                    (i for i, o in enumerate(updates) if o.get("kind") == "PodGroup"),
+                    len(updates),
+                )
+                updates.insert(slot, updated)
         entries = memory.plugin_entries(d.memory)
         for memory_key in plugin.descriptor.memory_keys:
             entries.pop(memory_key, None)

@@ -324,6 +324,11 @@ def plan(
             out.create.append(build_job(flow, step, template))
         if state.probing:
             out.requeue_after = RETRY_AFTER
+    if any(e.reason == "JobTemplateNotFound" for e in out.events):
+        # As Volcano: a sync that meets a missing JobTemplate writes no status, so a client that
+        # updates the flow it just created (templates not there yet) does not meet a conflict.
+        out.status = copy.deepcopy(as_object(flow.get("status")))
+        return out
     out.status = flow_status(flow, jobs, phase, now)
     return out
 

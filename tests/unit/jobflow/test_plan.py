@@ -195,6 +195,17 @@ def test_a_missing_template_waits_with_a_warning() -> None:
     assert result.requeue_after is not None
 
 
+@pytest.mark.parametrize("status", [None, {"state": {"phase": "Running"}, "runningJobs": ["f-a"]}])
+def test_a_missing_template_leaves_the_status_as_it_is(status: dict[str, Any] | None) -> None:
+    """Nothing is written while a step waits for its template: the flow a client just created
+    keeps its resourceVersion (Volcano's admission suite updates it right away)."""
+    waiting = flow(("a", []), ("b", ["a"]))
+    if status is not None:
+        waiting["status"] = status
+    result = plan(waiting, {}, [], {}, NOW)
+    assert result.status == (status or {})
+
+
 def test_status_lists_jobs_by_phase_as_volcano() -> None:
     jobs = [
         job("a", "Completed", runningDuration="1m30s", retryCount=2),

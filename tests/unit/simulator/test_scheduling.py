@@ -920,3 +920,33 @@ def test_a_running_gang_whose_replacement_meets_tainted_nodes_is_unknown_and_say
     message = status.conditions[0].message
     assert message.startswith("1/2 tasks in gang unschedulable")
     assert "2 node(s) had untolerated taint(s)" in message
+
+
+@pytest.mark.parametrize(
+    ("phases", "placed", "current", "expected"),
+    [
+        (["Succeeded", "Succeeded"], 2, "Running", "Completed"),
+        (["Succeeded", "Failed"], 2, "Running", "Completed"),  # failed members finished too
+        (["Succeeded", "Running"], 2, "Running", "Running"),
+        (["Succeeded", "Pending"], 1, "Running", "Running"),  # one still waits to be placed
+        (["Succeeded", "Succeeded"], 2, "Completed", "Completed"),
+        # A completed gang given new members (a restarted job) runs again.
+        (["Running", "Running"], 2, "Completed", "Running"),
+    ],
+)
+def test_a_gang_whose_members_all_finished_is_completed(
+    phases: list[str], placed: int, current: str, expected: str
+) -> None:
+    """Volcano's scheduler marks a PodGroup Completed once its scheduled members (minMember at
+    least) have all succeeded or failed; the queue counts it as completed."""
+    group = replace(gang("pg", 2, phase=current), running=2)
+    pods = [
+        pod(f"p{i}", group="pg", on="n1" if i < placed else "", phase=phase)
+        for i, phase in enumerate(phases)
+    ]
+    decisions = schedule([node("n1")], pods, [group], queues=[queue()], now=NOW)
+    statuses = {s.name: s.phase for s in decisions.podgroup_status}
+    assert statuses.get("pg", current) == expected
+    if expected == "Completed":
+        (queue_status,) = decisions.queue_status
+        assert queue_status.status["completed"] == 1

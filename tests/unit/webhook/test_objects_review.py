@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.models import Queue
-from webhook.objects_review import _queue_context
+from webhook.objects_review import _queue_context, _staying_children
 
 
 class Queues:
@@ -63,3 +63,44 @@ def test_without_a_cache_nothing_is_known() -> None:
         [],
         {},
     )
+
+
+def test_the_parents_shares_its_other_children_and_everything_below() -> None:
+    view = Queues(
+        queue("root"),
+        queue("p", "root", deserved={"cpu": "8"}, guarantee={"resource": {"cpu": "4"}}),
+        queue("q", "p", deserved={"cpu": "2"}),
+        queue("sib", "p", deserved={"cpu": "3"}),
+        queue("kid", "q", capability={"cpu": "6"}),
+        queue("grandkid", "kid", capability={"cpu": "5"}),
+    )
+    context = _queue_context(queue("q", "p", deserved={"cpu": "1"}), view)
+    assert context.parent_shares is not None
+    assert (context.parent_shares.name, dict(context.parent_shares.deserved)) == ("p", {"cpu": "8"})
+    assert dict(context.parent_shares.guarantee) == {"cpu": "4"}
+    assert [(s.name, dict(s.deserved)) for s in context.siblings] == [("sib", {"cpu": "3"})]
+    assert [c.name for c in context.children] == ["kid"]
+    assert [dict(c) for c in context.descendant_capabilities] == [{"cpu": "6"}, {"cpu": "5"}]
+
+
+def test_root_neither_limits_its_children_nor_is_limited_by_them() -> None:
+    view = Queues(queue("root"), queue("top", "root", deserved={"cpu": "8"}))
+    assert _queue_context(queue("top", "root"), view).parent_shares is None
+    root = _queue_context(queue("root"), view)
+    assert (list(root.children), list(root.descendant_capabilities)) == ([], [])
+
+
+def test_a_parent_without_children_yet_tells_its_pods() -> None:
+    busy = queue("busy", "root")
+    busy["status"] = {"allocated": {"cpu": "2", "pods": "3"}}
+    view = Queues(queue("root"), busy)
+    assert _queue_context(queue("q", "busy"), view).parent_pods == 3
+    crowded = Queues(queue("root"), busy, queue("kid", "busy"))
+    assert _queue_context(queue("q", "busy"), crowded).parent_pods == 0  # a parent already
+
+
+def test_a_child_being_deleted_does_not_hold_its_parent_back() -> None:
+    leaving = queue("leaving", "p")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    view = Queues(queue("p", "root"), leaving, queue("staying", "p"))
+    assert _staying_children(view, "p") == ["staying"]

@@ -10,14 +10,20 @@ from shared.fielderrors import Path
 from webhook.rules.queues import (
     DeletionFacts,
     QueueContext,
+    QueueShares,
     default_queue,
     validate_ancestor_capability,
+    validate_children_shares,
     validate_deletion,
+    validate_depth,
     validate_hierarchy,
     validate_hierarchy_place,
     validate_parent,
+    validate_parent_pods,
     validate_queue,
     validate_resources,
+    validate_root_shares,
+    validate_sibling_shares,
     validate_state,
     validate_weight,
 )
@@ -356,3 +362,138 @@ def test_validate_queue_checks_the_ancestors_when_parent_or_capability_change() 
     context = QueueContext(parent_exists=True, ancestors=[("p", {"cpu": "4"})])
     assert [e.field for e in validate_queue(queue, None, context)] == ["spec.capability[cpu]"]
     assert validate_queue(queue, queue, context) == []  # unchanged: not held against an update
+
+
+PARENT = QueueShares("p", guarantee={"cpu": "4"}, deserved={"cpu": "8", "memory": "8Gi"})
+
+
+@pytest.mark.parametrize(
+    ("spec", "siblings", "expected"),
+    [
+        ({"deserved": {"cpu": "5"}}, [QueueShares("s", deserved={"cpu": "3"})], []),
+        ({}, [QueueShares("s", deserved={"cpu": "30"})], []),  # this queue asks for nothing
+        (
+            {"deserved": {"cpu": "6"}},
+            [QueueShares("s", deserved={"cpu": "3"})],
+            [
+                'spec.deserved[cpu]: Invalid value: "6": parent queue p validation failed: sum '
+                "of children's deserved (cpu 9) exceeds parent's deserved limit (cpu 8, memory "
+                "8589934592) (queue q and its siblings)"
+            ],
+        ),
+        (
+            # A resource the parent does not list counts as none, as in Volcano.
+            {"guarantee": {"resource": {"cpu": "1", "nvidia.com/gpu": "1"}}},
+            [],
+            [
+                'spec.guarantee.resource[nvidia.com/gpu]: Invalid value: "1": parent queue p '
+                "validation failed: sum of children's guarantee (cpu 1, nvidia.com/gpu 1) exceeds "
+                "parent's guarantee limit (cpu 4) (queue q and its siblings)"
+            ],
+        ),
+    ],
+)
+def test_validate_sibling_shares(
+    spec: dict[str, Any], siblings: list[QueueShares], expected: list[str]
+) -> None:
+    assert rendered(validate_sibling_shares("q", spec, PARENT, siblings, SPEC)) == expected
+    assert validate_sibling_shares("q", spec, None, siblings, SPEC) == []  # root, or unknown
+
+
+@pytest.mark.parametrize(
+    ("spec", "children", "below", "expected"),
+    [
+        ({"deserved": {"cpu": "4"}}, [QueueShares("a", deserved={"cpu": "4"})], [], []),
+        ({"capability": {"cpu": "4"}}, [], [{"cpu": "9"}], []),  # no children: not a parent
+        (
+            {"deserved": {"cpu": "4"}, "capability": {"cpu": "4", "memory": "1Gi"}},
+            [QueueShares("a", deserved={"cpu": "3"}), QueueShares("b", deserved={"cpu": "2"})],
+            [{"cpu": "6"}, {"memory": "512Mi"}],
+            [
+                'spec.deserved: Invalid value: "cpu 4": queue q validation failed: sum of '
+                "children's deserved (cpu 5) exceeds parent's deserved limit (cpu 4)",
+                'spec.capability[cpu]: Invalid value: "4": queue q capability[cpu]=4 is smaller '
+                "than its descendants' max capability=6",
+            ],
+        ),
+    ],
+)
+def test_validate_children_shares(
+    spec: dict[str, Any],
+    children: list[QueueShares],
+    below: list[dict[str, str]],
+    expected: list[str],
+) -> None:
+    assert rendered(validate_children_shares("q", spec, children, below, SPEC)) == expected
+
+
+def test_validate_queue_checks_the_sums_when_a_share_or_the_parent_changes() -> None:
+    queue = {"metadata": {"name": "q"}, "spec": {"parent": "p", "deserved": {"cpu": "9"}}}
+    context = QueueContext(parent_exists=True, parent_shares=PARENT)
+    assert [e.field for e in validate_queue(queue, None, context)] == ["spec.deserved[cpu]"]
+    assert validate_queue(queue, queue, context) == []  # unchanged: not held against an update
+
+
+PARENT_PATH = SPEC.child("parent")
+
+
+@pytest.mark.parametrize(
+    ("parent", "ancestors", "expected"),
+    [
+        ("p", 4, []),  # five levels: the queue and four below root
+        ("root", 9, []),
+        (
+            "p",
+            5,
+            ['spec.parent: Invalid value: "p": queue q exceeds the maximum allowed depth of 5'],
+        ),
+    ],
+)
+def test_validate_depth(parent: str, ancestors: int, expected: list[str]) -> None:
+    assert rendered(validate_depth("q", parent, ancestors, PARENT_PATH)) == expected
+
+
+@pytest.mark.parametrize(
+    ("parent", "pods", "expected"),
+    [
+        ("p", 0, []),
+        ("root", 3, []),
+        (
+            "p",
+            3,
+            [
+                'spec.parent: Invalid value: "p": queue p cannot be the parent queue of queue q '
+                "because it has allocated Pods: 3"
+            ],
+        ),
+    ],
+)
+def test_validate_parent_pods(parent: str, pods: int, expected: list[str]) -> None:
+    assert rendered(validate_parent_pods("q", parent, pods, PARENT_PATH)) == expected
+
+
+def test_validate_root_shares() -> None:
+    old = {"capability": {"cpu": "8"}, "weight": 1}
+    assert validate_root_shares(old, {**old, "weight": 3}) == []
+    changed = {"capability": {"cpu": "16"}, "deserved": {"cpu": "1"}, "weight": 1}
+    assert rendered(validate_root_shares(old, changed)) == [
+        "spec.capability: Forbidden: root queue's resource attributes (capability, deserved, "
+        "guarantee) cannot be modified",
+        "spec.deserved: Forbidden: root queue's resource attributes (capability, deserved, "
+        "guarantee) cannot be modified",
+    ]
+
+
+def test_validate_queue_checks_depth_and_the_parents_pods_when_the_parent_changes() -> None:
+    queue = {"metadata": {"name": "q"}, "spec": {"parent": "p"}}
+    chain = [(f"a{i}", {}) for i in range(5)]
+    context = QueueContext(parent_exists=True, ancestors=chain, parent_pods=2)
+    assert [e.detail for e in validate_queue(queue, None, context)] == [
+        "queue q exceeds the maximum allowed depth of 5",
+        "queue p cannot be the parent queue of queue q because it has allocated Pods: 2",
+    ]
+    assert validate_queue(queue, queue, context) == []
+    root = {"metadata": {"name": "root"}, "spec": {"capability": {"cpu": "1"}}}
+    assert [e.field for e in validate_queue(root, {"metadata": {"name": "root"}}, context)] == [
+        "spec.capability"
+    ]

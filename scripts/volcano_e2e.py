@@ -1,0 +1,349 @@
+"""Run Volcano's own end-to-end suites (admission, jobp, jobseq, cronjob) against vcjob.
+
+    scripts/volcano-e2e --volcano-src DIR [--suite jobp --suite admission ...]
+
+For each suite, from a Volcano source tree (a release archive or checkout, e.g. v1.14.4):
+
+1. `go test -c` builds `test/e2e/<suite>` into a cache folder outside the checkout (rebuilt only
+   when a Go file of the suite or of `test/e2e/util` is newer than the binary, or `--rebuild`);
+2. `vcjob local up` starts a fresh cluster (webhook, controller, node agent with `--nodes` nodes),
+   with `busybox` and `nginx` pods running their shell commands as real processes;
+3. the Volcano CRDs the cluster lacks are created from the tree's `config/crd/*/bases`;
+4. the suite runs with `KUBECONFIG` pointing at the cluster, writing a JUnit report;
+5. a table of passed / failed / skipped specs per suite is printed, then each failed spec with
+   the first line of its failure.
+
+Specs whose pods need TensorFlow, PyTorch, MPI or Ray images (nothing a shell command can stand
+in for) are skipped unless `--no-default-skip`. Needs Go (with access to Go's module proxy),
+the local cluster's binaries (`make cluster`) and root for pods that really run. See
+docs/volcano-e2e.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from localcluster import testing
+from localcluster.testing import running_cluster
+
+SUITES = ("admission", "jobp", "jobseq", "cronjob")
+
+# Pods of these images run the container's command as a process on this machine; busybox's
+# entrypoint is its shell, and an nginx container without a command serves until deleted.
+RUN_IMAGES = ("busybox=sh", "nginx=sleep infinity")
+
+# Specs whose workers need a framework image: no shell command stands in for them.
+FRAMEWORK_IMAGE_SPECS = (
+    "MPI E2E Test",
+    "MPI Plugin E2E Test",
+    "Pytorch Plugin E2E Test",
+    "Ray Plugin E2E Test",
+    "TensorFlow E2E Test",
+    "TensorFlow Plugin E2E Test",
+)
+
+# vcjob's settings that differ from Volcano 1.14 on purpose, set back to Volcano's for its suites
+# (which delete Open queues): the webhook reads them from its environment.
+VOLCANO_COMPATIBLE_ENV = {"VCJOB_WEBHOOK_QUEUE_DELETE_REQUIRES_CLOSED": "false"}
+
+CRD_FOLDERS = ("config/crd/volcano/bases", "config/crd/jobflow/bases")
+
+
+@dataclass
+class SpecResult:
+    name: str
+    status: str
+    message: str = ""
+
+
+@dataclass
+class SuiteResult:
+    suite: str
+    specs: list[SpecResult] = field(default_factory=list)
+    error: str = ""
+    seconds: float = 0.0
+
+    def count(self, *statuses: str) -> int:
+        return sum(1 for s in self.specs if s.status in statuses)
+
+
+def volcano_version(src: Path) -> str:
+    chart = src / "installer/helm/chart/volcano/Chart.yaml"
+    try:
+        return str(yaml.safe_load(chart.read_text())["appVersion"])
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return "unknown"
+
+
+def default_cache(src: Path) -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "vcjob" / "volcano-e2e" / volcano_version(src)
+
+
+def newest_source(src: Path, suite: str) -> float:
+    folders = [src / "test/e2e" / suite, src / "test/e2e/util"]
+    times = [p.stat().st_mtime for f in folders for p in f.rglob("*.go")]
+    return max([*times, (src / "go.mod").stat().st_mtime])
+
+
+def build_suite(src: Path, suite: str, cache: Path, rebuild: bool) -> Path:
+    binary = cache / f"{suite}.test"
+    if binary.exists() and not rebuild and binary.stat().st_mtime >= newest_source(src, suite):
+        return binary
+    cache.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    # The tree is not a module checkout: resolve its requirements through the module proxy.
+    env["GOFLAGS"] = " ".join(filter(None, [env.get("GOFLAGS", ""), "-mod=mod", "-buildvcs=false"]))
+    print(f"building {suite} → {binary}", flush=True)
+    subprocess.run(
+        ["go", "test", "-c", "-o", str(binary), f"./test/e2e/{suite}"], cwd=src, env=env, check=True
+    )
+    return binary
+
+
+def install_missing_crds(src: Path, kubectl: Sequence[str]) -> list[str]:
+    """Create Volcano's CRDs that vcjob's cluster does not already serve; return their names."""
+    present = set(
+        subprocess.run(
+            [*kubectl, "get", "crd", "-o", "name"], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+    created = []
+    for folder in CRD_FOLDERS:
+        for path in sorted((src / folder).glob("*.yaml")):
+            name = str(yaml.safe_load(path.read_text())["metadata"]["name"])
+            if f"customresourcedefinition.apiextensions.k8s.io/{name}" in present:
+                continue
+            # Server-side: Volcano's CRDs are too large for the last-applied annotation.
+            subprocess.run(
+                [*kubectl, "apply", "--server-side", "-f", str(path)],
+                stdout=subprocess.DEVNULL,
+                check=True,
+            )
+            created.append(name)
+    for name in created:
+        subprocess.run(
+            [*kubectl, "wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s"],
+            capture_output=True,
+            check=True,
+        )
+    return created
+
+
+def parse_junit(report: Path) -> list[SpecResult]:
+    """The specs of a Ginkgo JUnit report; suite-level nodes ([BeforeSuite] …) only when they
+    did not pass, since a failure there is why every spec failed."""
+    specs = []
+    # The report is the one the suite binary just wrote here, not input from elsewhere.
+    for case in ET.parse(report).getroot().iter("testcase"):  # noqa: S314
+        name = case.get("name", "")
+        status = case.get("status") or _status_from_children(case)
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        message = "" if problem is None else (problem.get("message") or problem.text or "")
+        is_spec = name.startswith("[It]")
+        if is_spec or status not in ("passed", "skipped"):
+            specs.append(SpecResult(name.removeprefix("[It] "), status, message.strip()))
+    return specs
+
+
+def _status_from_children(case: ET.Element) -> str:
+    if case.find("failure") is not None or case.find("error") is not None:
+        return "failed"
+    return "skipped" if case.find("skipped") is not None else "passed"
+
+
+def run_suite(args: argparse.Namespace, suite: str, binary: Path, workdir: Path) -> SuiteResult:
+    started = time.monotonic()
+    try:
+        result = _run_suite(args, suite, binary, workdir)
+    except (OSError, subprocess.CalledProcessError, AssertionError, RuntimeError) as err:
+        result = SuiteResult(suite, error=f"{type(err).__name__}: {err}")
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _run_suite(args: argparse.Namespace, suite: str, binary: Path, workdir: Path) -> SuiteResult:
+    result = SuiteResult(suite)
+    cluster_dir = workdir / suite / "cluster"
+    report = workdir / suite / "junit.xml"
+    log = workdir / suite / "suite.log"
+    extra = ["--node-cpu", args.node_cpu, "--node-memory", args.node_memory]
+    for mapping in RUN_IMAGES:
+        extra += ["--run-image", mapping]
+    print(f"{suite}: starting a local cluster in {cluster_dir}", flush=True)
+    with running_cluster(cluster_dir, controller=True, nodes=args.nodes, extra_args=extra) as cl:
+        kubectl = [shutil.which("kubectl") or "kubectl", "--kubeconfig", str(cl.kubeconfig)]
+        created = install_missing_crds(args.volcano_src, kubectl)
+        if created:
+            print(f"{suite}: created Volcano's CRDs {', '.join(created)}", flush=True)
+        argv = [
+            str(binary),
+            "-ginkgo.v",
+            "-ginkgo.no-color",
+            f"-ginkgo.timeout={args.timeout}",
+            f"-ginkgo.junit-report={report}",
+        ]
+        skips = [] if args.no_default_skip else list(FRAMEWORK_IMAGE_SPECS)
+        skips += args.skip
+        if skips:
+            argv.append("-ginkgo.skip=" + "|".join(skips))
+        if args.focus:
+            argv.append(f"-ginkgo.focus={args.focus}")
+        env = dict(os.environ, KUBECONFIG=str(cl.kubeconfig))
+        if args.vcctl:
+            env["VC_BIN"] = str(Path(args.vcctl).resolve().parent)
+        print(f"{suite}: running ({log})", flush=True)
+        with log.open("wb") as out:
+            # Some suites create objects relative to the working directory: run them in theirs.
+            subprocess.run(
+                argv,
+                cwd=args.volcano_src / "test/e2e" / suite,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=False,
+            )
+    if report.exists():
+        result.specs = parse_junit(report)
+    else:
+        result.error = f"no JUnit report; see {log}"
+    return result
+
+
+def table(results: Sequence[SuiteResult]) -> str:
+    rows = [("suite", "passed", "failed", "skipped", "minutes")]
+    for r in results:
+        failed = r.count("failed", "panicked", "timedout", "interrupted", "aborted")
+        rows.append(
+            (
+                r.suite,
+                str(r.count("passed")),
+                str(failed) if not r.error else "error",
+                str(r.count("skipped", "pending")),
+                f"{r.seconds / 60:.1f}",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def failures(results: Sequence[SuiteResult]) -> str:
+    lines = []
+    for r in results:
+        if r.error:
+            lines.append(f"{r.suite}: {r.error}")
+        for spec in r.specs:
+            if spec.status not in ("passed", "skipped", "pending"):
+                brief = " ".join(spec.message.split())
+                lines.append(f"{r.suite}: [{spec.status}] {spec.name}\n    {brief[:400]}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="volcano-e2e", description="Run Volcano's e2e suites against vcjob's local cluster."
+    )
+    parser.add_argument("--volcano-src", type=Path, required=True, help="Volcano source tree")
+    parser.add_argument(
+        "--suite",
+        action="append",
+        choices=SUITES,
+        help="suite to run (repeatable; default: all four)",
+    )
+    parser.add_argument("--cache", type=Path, help="where test binaries are built")
+    parser.add_argument("--workdir", type=Path, help="clusters, logs and reports (default: temp)")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the suites' binaries")
+    parser.add_argument("--build-only", action="store_true", help="build, do not run")
+    parser.add_argument("--parallel", action="store_true", help="run the suites at once")
+    parser.add_argument("--nodes", type=int, default=4, help="nodes (Volcano's kind has 4)")
+    parser.add_argument("--node-cpu", default="8")
+    parser.add_argument("--node-memory", default="32Gi")
+    parser.add_argument("--timeout", default="2h", help="Ginkgo's timeout per suite")
+    parser.add_argument("--focus", default="", help="Ginkgo focus regex")
+    parser.add_argument("--skip", action="append", default=[], help="Ginkgo skip regex")
+    parser.add_argument(
+        "--no-default-skip",
+        action="store_true",
+        help="also run the specs that need framework images (TF, PyTorch, MPI, Ray)",
+    )
+    parser.add_argument(
+        "--vcjob-defaults",
+        action="store_true",
+        help="keep vcjob's own defaults where they differ from Volcano on purpose "
+        "(a Queue is deleted only when Closed)",
+    )
+    parser.add_argument("--vcctl", help="Volcano's vcctl binary, for suites that call it")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    args = parser.parse_args(argv)
+    args.volcano_src = args.volcano_src.resolve()
+    if not (args.volcano_src / "test/e2e").is_dir():
+        parser.error(
+            f"--volcano-src {args.volcano_src}: no test/e2e folder (not Volcano's source?)"
+        )
+    args.suite = args.suite or list(SUITES)
+    args.cache = (args.cache or default_cache(args.volcano_src)).resolve()
+    return args
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse_args(argv)
+    # Several clusters starting at once on a busy machine take longer than a test's minute.
+    testing.STARTUP_TIMEOUT = max(testing.STARTUP_TIMEOUT, 300.0)
+    print(f"Volcano {volcano_version(args.volcano_src)} from {args.volcano_src}", flush=True)
+    if not args.vcjob_defaults:
+        os.environ.update(VOLCANO_COMPATIBLE_ENV)
+    binaries = {s: build_suite(args.volcano_src, s, args.cache, args.rebuild) for s in args.suite}
+    if args.build_only:
+        return 0
+    workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="vcjob-volcano-e2e-"))).resolve()
+    for suite in args.suite:
+        (workdir / suite).mkdir(parents=True, exist_ok=True)
+    workers = len(args.suite) if args.parallel else 1
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        futures = [pool.submit(run_suite, args, s, binaries[s], workdir) for s in args.suite]
+        results = [f.result() for f in futures]
+    print()
+    print(table(results))
+    details = failures(results)
+    if details:
+        print()
+        print(details)
+    print(f"\nreports and logs: {workdir}")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                [
+                    {"suite": r.suite, "error": r.error, "seconds": round(r.seconds)}
+                    | {"specs": [vars(s) for s in r.specs]}
+                    for r in results
+                ],
+                indent=2,
+            )
+        )
+    ok = all(
+        not r.error and r.count("passed") == len(r.specs) - r.count("skipped", "pending")
+        for r in results
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,70 @@
+"""scripts/volcano-e2e's reading of Ginkgo's JUnit reports and its per-suite table, from a
+hand-made report shaped as Ginkgo v2 writes them."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+
+def load() -> ModuleType:
+    path = Path(__file__).resolve().parents[3] / "scripts" / "volcano_e2e.py"
+    spec = importlib.util.spec_from_file_location("volcano_e2e", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("volcano_e2e", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+volcano_e2e = load()
+
+REPORT = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="5" failures="1">
+  <testsuite name="Volcano Job Test Suite" tests="5">
+    <testcase name="[BeforeSuite]" classname="jobp" status="passed"></testcase>
+    <testcase name="[It] Jobs Scale down" classname="jobp" status="failed">
+      <failure message="Expected&#xA;    &lt;int&gt;: 1&#xA;to equal 2">details</failure>
+    </testcase>
+    <testcase name="[It] Jobs Scale up" classname="jobp" status="passed"></testcase>
+    <testcase name="[It] MPI E2E Test run" classname="jobp" status="skipped">
+      <skipped message="skipped"></skipped>
+    </testcase>
+    <testcase name="[It] Queue pending spec" classname="jobp" status="pending">
+    </testcase>
+    <testcase name="[AfterSuite]" classname="jobp" status="failed">
+      <failure message="cleanup failed" type="failed"></failure>
+    </testcase>
+  </testsuite>
+</testsuites>
+"""
+
+
+def test_specs_and_failed_suite_nodes_are_read(tmp_path: Path) -> None:
+    report = tmp_path / "junit.xml"
+    report.write_text(REPORT)
+    specs = volcano_e2e.parse_junit(report)
+    assert [(s.name, s.status) for s in specs] == [
+        ("Jobs Scale down", "failed"),
+        ("Jobs Scale up", "passed"),
+        ("MPI E2E Test run", "skipped"),
+        ("Queue pending spec", "pending"),
+        ("[AfterSuite]", "failed"),
+    ]
+    assert specs[0].message.startswith("Expected")
+
+
+def test_the_table_counts_each_suite_and_lists_the_failures(tmp_path: Path) -> None:
+    report = tmp_path / "junit.xml"
+    report.write_text(REPORT)
+    result = volcano_e2e.SuiteResult("jobp", volcano_e2e.parse_junit(report), seconds=90)
+    broken = volcano_e2e.SuiteResult("cronjob", error="no JUnit report; see suite.log")
+    lines = volcano_e2e.table([result, broken]).splitlines()
+    assert lines[0].split() == ["suite", "passed", "failed", "skipped", "minutes"]
+    assert lines[2].split() == ["jobp", "1", "2", "2", "1.5"]
+    assert lines[3].split() == ["cronjob", "0", "error", "0", "0.0"]
+    details = volcano_e2e.failures([result, broken])
+    assert "jobp: [failed] Jobs Scale down\n    Expected <int>: 1 to equal 2" in details
+    assert "cronjob: no JUnit report; see suite.log" in details
