@@ -1,6 +1,6 @@
-"""What the fault suites share beyond tests/e2e/controller/test_fault_suite.py: the controller
-run through the fault proxy, a watch that records every object ever ADDED, and the count of the
-faults the proxy injected."""
+"""What the fault suites share: the controller run through the fault proxy, the suite's own calls
+retried through it, a pod watch that catches two live pods in one slot, a watch that records every
+object ever ADDED, and the count of the faults the proxy injected."""
 
 from __future__ import annotations
 
@@ -13,11 +13,96 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubeio.client import Kube, Resource
+from controller.job.decide import podview
+from kubeio.client import PODS, Kube, Resource
 from kubeio.errors import KubeError, TransientError
 from localcluster.clusterdir import COMPONENTS_KUBECONFIG_FILE, LOG_DIR
 from localcluster.testing import LocalCluster, tools_env, vcjob_executable
-from tests.e2e.controller.test_fault_suite import retrying
+from shared import labels
+
+
+def retrying(call: Any, attempts: int = 100) -> Any:
+    """The suite's own calls go through the same faulty API server."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except KubeError as exc:
+            if exc.status == 404 or attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class PodWatch:
+    """Every pod ADDED, from a watch that resumes at its last resourceVersion (a re-list
+    after a 410 reports the pods it had not seen as ADDED too)."""
+
+    kube: Kube
+    live: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # uid -> key
+    created: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (job, task) -> uids
+    duplicates: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _added(self, pod: dict[str, Any]) -> None:
+        uid = podview.uid_of(pod)
+        job = podview.labels_of(pod).get(labels.JOB_NAME_KEY)
+        task, index = podview.task_of(pod), podview.index_of(pod)
+        if not uid or job is None or task is None or index is None or uid in self.live:
+            return
+        key = (job, task, index)
+        with self._lock:
+            if key in self.live.values():
+                self.duplicates.append(f"{job}/{task}/{index}")
+            self.live[uid] = key
+            self.created.setdefault((job, task), set()).add(uid)
+
+    def seen(self) -> set[str]:
+        """The uids of every pod seen created."""
+        with self._lock:
+            return set().union(*self.created.values())
+
+    def _deleted(self, pod: dict[str, Any]) -> None:
+        with self._lock:
+            self.live.pop(podview.uid_of(pod), None)
+
+    def _relist(self) -> str:
+        items, rv = retrying(lambda: self.kube.list(PODS, label_selector=labels.JOB_NAME_KEY))
+        uids = {podview.uid_of(p) for p in items}
+        with self._lock:
+            for uid in [u for u in self.live if u not in uids]:
+                self.live.pop(uid)
+        for pod in items:
+            self._added(pod)
+        return str(rv)
+
+    def run(self) -> None:
+        rv = self._relist()
+        while not self.stop.is_set():
+            try:
+                for event in self.kube.watch(
+                    PODS,
+                    resource_version=rv,
+                    label_selector=labels.JOB_NAME_KEY,
+                    timeout_seconds=30,
+                ):
+                    obj = event.get("object") or {}
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    if event.get("type") == "ADDED":
+                        self._added(obj)
+                    elif event.get("type") == "DELETED":
+                        self._deleted(obj)
+                    if self.stop.is_set():
+                        return
+            except TransientError as exc:
+                if exc.reason == "Expired" or exc.status == 410:
+                    rv = self._relist()
+                time.sleep(0.05)
+            except KubeError:
+                time.sleep(0.05)
+            except Exception:  # a cut stream: resume from the last resourceVersion
+                time.sleep(0.05)
 
 
 class FaultyController:

@@ -10,14 +10,11 @@ watch), and no job may be left unfinished. The summary is printed (docs/operatio
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +22,14 @@ import pytest
 
 from controller.job.decide import podview
 from kubeio.client import JOBS, PODS, Kube
-from kubeio.errors import KubeError, TransientError
-from localcluster.clusterdir import COMPONENTS_KUBECONFIG_FILE
+from kubeio.errors import KubeError
 from localcluster.testing import (
     LocalCluster,
     running_cluster,
-    tools_env,
-    vcjob_executable,
     wait_until,
 )
 from shared import labels
+from tests.e2e.controller.faultsuite_support import FaultyController, PodWatch, retrying
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -113,110 +108,6 @@ def batch(seed: int = SEED, size: int = JOBS_IN_BATCH) -> list[JobShape]:
     ]
 
 
-def retrying(call: Any, attempts: int = 100) -> Any:
-    """The suite's own calls go through the same faulty API server."""
-    for attempt in range(attempts):
-        try:
-            return call()
-        except KubeError as exc:
-            if exc.status == 404 or attempt == attempts - 1:
-                raise
-            time.sleep(0.1)
-    raise AssertionError("unreachable")
-
-
-@dataclass
-class PodWatch:
-    """Every pod ADDED, from a watch that resumes at its last resourceVersion (a re-list
-    after a 410 reports the pods it had not seen as ADDED too)."""
-
-    kube: Kube
-    live: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # uid -> key
-    created: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (job, task) -> uids
-    duplicates: list[str] = field(default_factory=list)
-    stop: threading.Event = field(default_factory=threading.Event)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def _added(self, pod: dict[str, Any]) -> None:
-        uid = podview.uid_of(pod)
-        job = podview.labels_of(pod).get(labels.JOB_NAME_KEY)
-        task, index = podview.task_of(pod), podview.index_of(pod)
-        if not uid or job is None or task is None or index is None or uid in self.live:
-            return
-        key = (job, task, index)
-        with self._lock:
-            if key in self.live.values():
-                self.duplicates.append(f"{job}/{task}/{index}")
-            self.live[uid] = key
-            self.created.setdefault((job, task), set()).add(uid)
-
-    def seen(self) -> set[str]:
-        """The uids of every pod seen created."""
-        with self._lock:
-            return set().union(*self.created.values())
-
-    def _deleted(self, pod: dict[str, Any]) -> None:
-        with self._lock:
-            self.live.pop(podview.uid_of(pod), None)
-
-    def _relist(self) -> str:
-        items, rv = retrying(lambda: self.kube.list(PODS, label_selector=labels.JOB_NAME_KEY))
-        uids = {podview.uid_of(p) for p in items}
-        with self._lock:
-            for uid in [u for u in self.live if u not in uids]:
-                self.live.pop(uid)
-        for pod in items:
-            self._added(pod)
-        return str(rv)
-
-    def run(self) -> None:
-        rv = self._relist()
-        while not self.stop.is_set():
-            try:
-                for event in self.kube.watch(
-                    PODS,
-                    resource_version=rv,
-                    label_selector=labels.JOB_NAME_KEY,
-                    timeout_seconds=30,
-                ):
-                    obj = event.get("object") or {}
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                    if event.get("type") == "ADDED":
-                        self._added(obj)
-                    elif event.get("type") == "DELETED":
-                        self._deleted(obj)
-                    if self.stop.is_set():
-                        return
-            except TransientError as exc:
-                if exc.reason == "Expired" or exc.status == 410:
-                    rv = self._relist()
-                time.sleep(0.05)
-            except KubeError:
-                time.sleep(0.05)
-            except Exception:  # a cut stream: resume from the last resourceVersion
-                time.sleep(0.05)
-
-
-class ControllerProcess:
-    def __init__(self, cluster: LocalCluster, log: Path) -> None:
-        argv = [
-            *vcjob_executable(), "controller",
-            "--kubeconfig", str(cluster.dir / COMPONENTS_KUBECONFIG_FILE),
-            "--health-port", "0", "--metrics-port", "0", "--bind-address", "127.0.0.1",
-            "--qps", "0", "--resync-period", "5s", "--log-format", "text",
-            "--request-timeout", "2s", "--no-leader-elect",
-        ]  # fmt: skip
-        with log.open("ab") as out:
-            self.process = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, env=tools_env(), start_new_session=True
-            )
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with running_cluster(
@@ -238,7 +129,7 @@ def test_fault_suite(cluster: LocalCluster, tmp_path: Path) -> None:
     watcher = threading.Thread(target=watch.run, name="pod-watch", daemon=True)
     watcher.start()
     log = tmp_path / "controller.log"
-    controller = ControllerProcess(cluster, log)
+    controller = FaultyController(cluster, log)
     started = time.monotonic()
     kills = 0
     try:
@@ -256,7 +147,7 @@ def test_fault_suite(cluster: LocalCluster, tmp_path: Path) -> None:
                 pending_kills.pop(0)
                 controller.kill()
                 kills += 1
-                controller = ControllerProcess(cluster, log)
+                controller = FaultyController(cluster, log)
             items, _ = retrying(lambda: kube.list(JOBS))
             results = {
                 j["metadata"]["name"]: (

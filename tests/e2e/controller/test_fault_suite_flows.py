@@ -44,8 +44,13 @@ from kubeio.client import JOBS, PODGROUPS, PODS, Kube, Resource
 from kubeio.errors import KubeError
 from localcluster.testing import LocalCluster, running_cluster
 from shared import labels
-from tests.e2e.controller.faultsuite_support import AddedWatch, Killer, faults_injected
-from tests.e2e.controller.test_fault_suite import PodWatch, retrying
+from tests.e2e.controller.faultsuite_support import (
+    AddedWatch,
+    Killer,
+    PodWatch,
+    faults_injected,
+    retrying,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
