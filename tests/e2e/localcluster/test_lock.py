@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from localcluster.testing import tools_env, vcjob_executable
-from localcluster.up import KUBECONFIG_FILE, STATE_FILE
+from localcluster.clusterdir import KUBECONFIG_FILE, STATE_FILE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -584,9 +584,11 @@ def test_controller_rbac_covers_what_it_does() -> None:
     assert verbs(role, "events.k8s.io", "events") == set()
     assert verbs(role, "scheduling.k8s.io", "priorityclasses") == {"list", "watch"}
     assert verbs(role, "", "nodes") == {"list"}
-    # The JobFlow controller: flows and templates read, their status written.
+    # The JobFlow controller: flows and templates read (a flow once more before its Jobs are
+    # created), their status written.
+    assert verbs(role, "flow.volcano.sh", "jobflows") == {"get", "list", "watch"}
+    assert verbs(role, "flow.volcano.sh", "jobtemplates") == {"list", "watch"}
     for resource in ("jobflows", "jobtemplates"):
-        assert verbs(role, "flow.volcano.sh", resource) == {"list", "watch"}
         assert verbs(role, "flow.volcano.sh", f"{resource}/status") == {"update"}
     # The PodGroup controller watches plain workloads for their annotations and replicas.
     for resource in ("replicasets", "statefulsets", "daemonsets"):
