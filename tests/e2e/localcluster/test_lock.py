@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.testing import tools_env, vcjob_executable
 from localcluster.clusterdir import KUBECONFIG_FILE, STATE_FILE
+from localcluster.testing import tools_env, vcjob_executable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
