@@ -283,7 +283,8 @@ def matches_node_affinity(placement: Placement, node: NodeFacts) -> bool:
     return any(term_matches(term, node) for term in placement.required_terms)
 
 
-def _resource_order(name: str) -> tuple[int, str]:
+def resource_order(name: str) -> tuple[int, str]:
+    """NodeResourcesFit's order: the pod slot, cpu, memory, ephemeral-storage, then by name."""
     if name == POD_SLOT:
         return (0, "")
     if name in FIRST_RESOURCES:
@@ -294,7 +295,7 @@ def _resource_order(name: str) -> tuple[int, str]:
 def insufficient_resources(free: Resources, requests: Resources) -> tuple[str, ...]:
     """NodeResourcesFit's reasons: one per requested resource the node has not enough of left."""
     reasons = []
-    for name in sorted(requests, key=_resource_order):
+    for name in sorted(requests, key=resource_order):
         wanted = requests[name]
         if wanted > 0 and wanted > free.get(name, Decimal(0)):
             reasons.append(TOO_MANY_PODS if name == POD_SLOT else f"Insufficient {name}")

@@ -23,7 +23,10 @@ and Pending (to be admitted afresh) when none of it runs any more.
 
 What cannot be admitted or placed gets the `Unschedulable` condition (reason NotEnoughResources,
 saying what is missing) and a Warning event, as Volcano's gang plugin writes them; an admitted
-gang gets `Scheduled`. A pod left waiting gets `PodScheduled: False` with kube-scheduler's message
+gang gets `Scheduled`. When a pod of the gang is larger than every node, even an empty one, the
+condition says so instead of counting the cluster's capacity (`pod w-0 requests cpu 32 but the
+largest node has 24 allocatable: no node can run it`): more nodes of the same size would not help.
+A pod left waiting gets `PodScheduled: False` with kube-scheduler's message
 (`0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`) and a
 FailedScheduling event. Each Queue's status (state, allocated, PodGroups per phase) is recomputed.
 
@@ -38,7 +41,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from localcluster.simulator.predicates import (
@@ -47,13 +50,16 @@ from localcluster.simulator.predicates import (
     Placement,
     fit_error,
     fit_failures,
+    insufficient_resources,
     read_host_ports,
     read_node_selector,
     read_required_terms,
     read_taints,
     read_tolerations,
+    resource_order,
 )
 from localcluster.simulator.resources import (
+    POD_SLOT,
     Resources,
     add,
     clamp_at_zero,
@@ -83,6 +89,10 @@ POD_SCHEDULED = "PodScheduled"
 SCHEDULABLE = "Schedulable"
 # The event reason of a pod left waiting, kube-scheduler's and Volcano's alike.
 FAILED_SCHEDULING = "FailedScheduling"
+NO_NODE_RUNS_IT = "no node can run it"
+# Amounts of these resources are bytes, shown in the largest binary unit that divides them.
+BYTE_RESOURCES = ("memory", "ephemeral-storage")
+BYTE_UNITS = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
 @dataclass(frozen=True)
@@ -433,6 +443,95 @@ def _shortfall(available: Resources, wanted: Resources, where: str) -> str | Non
     return None
 
 
+def _largest(nodes: Sequence[NodeView], name: str) -> Decimal:
+    return max((n.allocatable.get(name, Decimal(0)) for n in nodes), default=Decimal(0))
+
+
+def _in_bytes(name: str) -> bool:
+    return name in BYTE_RESOURCES or name.startswith("hugepages-")
+
+
+def _amount(name: str, value: Decimal) -> str:
+    """`render`, with byte amounts in binary units: `32Gi`."""
+    if _in_bytes(name):
+        for suffix, unit in BYTE_UNITS:
+            if value >= unit and value % unit == 0:
+                return f"{int(value // unit)}{suffix}"
+    return render(value)
+
+
+def _largest_has(name: str, largest: Decimal) -> str:
+    if largest <= 0:
+        return f"no node has {name}"
+    return f"the largest node has {_amount(name, largest)} allocatable"
+
+
+def pod_beyond_every_node(pod: PodView, nodes: Sequence[NodeView]) -> str | None:
+    """Why no node could run the pod even with nothing else on it, naming the first resource (in
+    NodeResourcesFit's order) it asks more of than the largest node has; None when some node's
+    allocatable covers its requests, or when there are no nodes."""
+    if not nodes or any(not insufficient_resources(n.allocatable, pod.requests) for n in nodes):
+        return None
+    for name in sorted(pod.requests, key=resource_order):
+        wanted, largest = pod.requests[name], _largest(nodes, name)
+        if wanted > largest:
+            return (
+                f"pod {pod.name} requests {name} {_amount(name, wanted)} but "
+                f"{_largest_has(name, largest)}: {NO_NODE_RUNS_IT}"
+            )
+    # Each resource fits some node, but no node has all of them.
+    asked = ", ".join(
+        f"{name} {_amount(name, pod.requests[name])}"
+        for name in sorted(pod.requests, key=resource_order)
+        if pod.requests[name] > 0 and name != POD_SLOT
+    )
+    return (
+        f"pod {pod.name} requests {asked} but no node has all of it allocatable: {NO_NODE_RUNS_IT}"
+    )
+
+
+def gang_beyond_every_node(group: PodGroupView, nodes: Sequence[NodeView]) -> str | None:
+    """`pod_beyond_every_node` from the PodGroup alone, before its pods exist (a Job's pods are
+    created once the gang is admitted): `minResources` is what its `minMember` pods request
+    together, so when it holds more of a resource than `minMember` times the largest node's
+    allocatable, at least one of those pods asks more than any node has."""
+    count = group.min_member
+    if count <= 0 or not nodes:
+        return None
+    for name in sorted(group.min_resources, key=resource_order):
+        total, largest = group.min_resources[name], _largest(nodes, name)
+        if total <= largest * count:
+            continue
+        if count == 1:
+            return (
+                f"the gang's pod requests {name} {_amount(name, total)} but "
+                f"{_largest_has(name, largest)}: {NO_NODE_RUNS_IT}"
+            )
+        # The largest pod asks at least the average, rounded up to the resource's quantum.
+        quantum = Decimal(1) if _in_bytes(name) else Decimal("0.001")
+        least = (total / count).quantize(quantum, rounding=ROUND_CEILING)
+        return (
+            f"the gang's {count} pods request {name} {_amount(name, total)} in all, one of them "
+            f"at least {_amount(name, least)}, but {_largest_has(name, largest)}: "
+            f"{NO_NODE_RUNS_IT}"
+        )
+    return None
+
+
+def _beyond_every_node(
+    group: PodGroupView, pods: Sequence[PodView], nodes: Sequence[NodeView]
+) -> str | None:
+    """Whether the gang has a pod no node could run: read from its pods when it has some, else
+    from its `minResources`."""
+    live = sorted(
+        (p for p in pods if not p.finished and not p.terminating),
+        key=lambda p: (p.created, natural_key(p.name)),
+    )
+    if not live:
+        return gang_beyond_every_node(group, nodes)
+    return next((m for p in live if (m := pod_beyond_every_node(p, nodes)) is not None), None)
+
+
 def _queue_refusal(
     group: PodGroupView, queue: QueueView | None, used: Resources, known: bool
 ) -> str | None:
@@ -489,7 +588,8 @@ def _admissions(
             available = subtract(available, group.min_resources)
             used[group.queue] = add(used.get(group.queue, {}), group.min_resources)
         else:
-            refused[key] = missing
+            # A pod larger than every node is the cause to name: more capacity would not help.
+            refused[key] = _beyond_every_node(group, members.get(key, ()), nodes) or missing
     return admitted, refused
 
 
@@ -735,8 +835,10 @@ def schedule(
         elif gang_key is not None:
             # Volcano keeps none of a gang's allocations when fewer than minMember fit.
             fitting = {b.pod: b.node for b in placed}
-            refused[gang_key] = _gang_summary(
-                groups[gang_key], members[gang_key], set(fitting), unfit[0]
+            too_large = (pod_beyond_every_node(pod, ordered_nodes) for pod, _ in unfit)
+            refused[gang_key] = next(
+                (m for m in too_large if m is not None),
+                _gang_summary(groups[gang_key], members[gang_key], set(fitting), unfit[0]),
             )
             failures += _failures(
                 [pod for pod in candidates if pod.name in fitting],

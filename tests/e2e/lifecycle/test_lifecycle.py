@@ -283,10 +283,14 @@ def test_blocked_jobs_name_their_reason(cluster: LocalCluster, namespace: str) -
     assert listed[0].split()[-1] == "REASON"
     rows = {line.split()[0]: line.split()[-1] for line in listed[1:]}
     assert rows == {name: reason for name, (reason, _) in expected.items()}
-    # The same through kubectl's plugin mechanism, with the scheduler's word for the huge job.
+    # The same through kubectl's plugin mechanism, with the scheduler's word for the huge job:
+    # its pods are larger than any node, so more nodes would not help.
     plugin = script(cluster, "kubectl", "vcjob", "job", "why", "huge", "-n", namespace)
     assert plugin.returncode == 0, plugin.stderr
-    assert "in the cluster" in plugin.stdout.splitlines()[1], plugin.stdout
+    assert plugin.stdout.splitlines()[1] == (
+        "  Reason:   Unschedulable: the gang's 2 pods request cpu 2000 in all, one of them at "
+        "least 1000, but the largest node has 8 allocatable: no node can run it"
+    ), plugin.stdout
     assert "Queue default: Open" in plugin.stdout
     missing = [
         line
@@ -296,3 +300,26 @@ def test_blocked_jobs_name_their_reason(cluster: LocalCluster, namespace: str) -
         if "absent" in line
     ]
     assert missing, "the missing PVC is named"
+
+
+def test_a_pod_larger_than_every_node_is_named_by_why(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    """12 cpu fit the cluster's two 8-cpu nodes together, so the gang is admitted and its pod
+    created; no node can take the pod, and `vcjob job why` says so, not "Insufficient cpu"."""
+    create(cluster, namespace, manifest("wide", cpu="12"))
+    expected = (
+        "  Unschedulable: pod wide-w-0 requests cpu 12 but the largest node has 8 allocatable: "
+        "no node can run it"
+    )
+    why = wait_for(
+        lambda: script(cluster, "vcjob", "job", "why", "wide", "-n", namespace),
+        lambda result: expected in result.stdout.splitlines(),
+        "vcjob job why to name the pod no node can run",
+        WAIT,
+        interval=2,
+    )
+    assert why.returncode == 0, why.stderr
+    assert why.stdout.splitlines()[0] == f"Job {namespace}/wide: Pending", why.stdout
+    (pod,) = pods(cluster, namespace, "wide")
+    assert not pod["spec"].get("nodeName")

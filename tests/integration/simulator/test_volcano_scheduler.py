@@ -88,7 +88,10 @@ def test_a_gpu_gang_on_a_gpu_less_cluster_says_why(client: KubeClient, namespace
     assert phase_of(refused) == "Pending"
     unschedulable = condition(refused, "Unschedulable")
     assert unschedulable["reason"] == "NotEnoughResources"
-    assert "insufficient nvidia.com/gpu in the cluster" in unschedulable["message"]
+    assert unschedulable["message"] == (
+        "the gang's pod requests nvidia.com/gpu 1 but no node has nvidia.com/gpu: "
+        "no node can run it"
+    )
     events = wait_for(
         lambda: client.list(EVENTS, namespace)["items"],
         lambda items: any(e["involvedObject"]["name"] == "gpu" for e in items),

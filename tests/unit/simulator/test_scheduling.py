@@ -532,7 +532,8 @@ QUEUE_CASES = [
     pytest.param(
         [queue()],
         pending("gpu", "1", **{"nvidia.com/gpu": "1"}),
-        "insufficient nvidia.com/gpu in the cluster: the gang needs 1, 0 left",
+        "the gang's pod requests nvidia.com/gpu 1 but no node has nvidia.com/gpu: "
+        "no node can run it",
         id="a GPU job on a GPU-less cluster says why",
     ),
 ]
@@ -769,6 +770,127 @@ def test_admission_counts_tainted_nodes_and_placement_says_why_they_refuse() -> 
     assert unschedulable.message.endswith(
         "Origin reason is a: 0/1 nodes are available: 1 node(s) had untolerated taint(s)."
     )
+
+
+# -- a pod larger than every node: more capacity of the same shape would not help ----------------
+
+
+def group_of(min_member: int, phase: str = "Pending", **resources: str) -> PodGroupView:
+    return PodGroupView("ns", "pg", min_member, parse_resources(resources), phase=phase)
+
+
+BEYOND_EVERY_NODE_CASES = [
+    pytest.param(
+        [node("n1", cpu="8"), node("n2", cpu="8"), node("n3", cpu="8")],
+        [],
+        group_of(2, cpu="32"),
+        "the gang's 2 pods request cpu 32 in all, one of them at least 16, "
+        "but the largest node has 8 allocatable: no node can run it",
+        id="not admitted, no pods yet: minResources over minMember is more than any node has",
+    ),
+    pytest.param(
+        [node("n1", cpu="4"), node("n2", cpu="24")],
+        [],
+        group_of(1, cpu="32"),
+        "the gang's pod requests cpu 32 but the largest node has 24 allocatable: "
+        "no node can run it",
+        id="not admitted, one pod: the largest node, not the cluster's total, is compared",
+    ),
+    pytest.param(
+        [node("n1", cpu="8"), node("n2", cpu="8")],
+        [],
+        group_of(3, cpu="25"),
+        "the gang's 3 pods request cpu 25 in all, one of them at least 8334m, "
+        "but the largest node has 8 allocatable: no node can run it",
+        id="an average that does not divide evenly is rounded up to a millicore",
+    ),
+    pytest.param(
+        [node("n1", cpu="64", memory="32Gi")],
+        [],
+        group_of(1, cpu="1", memory="64Gi"),
+        "the gang's pod requests memory 64Gi but the largest node has 32Gi allocatable: "
+        "no node can run it",
+        id="memory is shown in binary units",
+    ),
+    pytest.param(
+        [node("n1", cpu="8"), node("n2", cpu="8"), node("n3", cpu="8")],
+        [],
+        group_of(4, cpu="30"),
+        "insufficient cpu in the cluster: the gang needs 30, 24 left",
+        id="pods that each fit a node: the cluster's total is what is short",
+    ),
+    pytest.param(
+        [],
+        [],
+        group_of(1, cpu="1"),
+        "insufficient cpu in the cluster: the gang needs 1, 0 left",
+        id="no nodes at all: nothing to compare a pod with",
+    ),
+    pytest.param(
+        [node("n1", cpu="8"), node("n2", cpu="8"), node("n3", cpu="8")],
+        [pod("a", cpu="1", group="pg"), pod("b", cpu="32", group="pg")],
+        group_of(2, cpu="33"),
+        "pod b requests cpu 32 but the largest node has 8 allocatable: no node can run it",
+        id="not admitted, pods already there (plain pods' groups): the pod is named",
+    ),
+    pytest.param(
+        [node("n1", cpu="8"), node("n2", cpu="24")],
+        [pod("w-0", cpu="32", group="pg")],
+        group_of(1, phase="Inqueue", cpu="32"),
+        "pod w-0 requests cpu 32 but the largest node has 24 allocatable: no node can run it",
+        id="admitted on the cluster's total, then placed: no node takes the pod",
+    ),
+    pytest.param(
+        [node("n1", cpu="8", memory="4Gi"), node("n2", cpu="2", memory="32Gi")],
+        [pod("w-0", cpu="6", group="pg", extra={"memory": "16Gi"})],
+        group_of(1, phase="Inqueue", cpu="6"),
+        "pod w-0 requests cpu 6, memory 16Gi but no node has all of it allocatable: "
+        "no node can run it",
+        id="each resource fits some node, but no node has them all",
+    ),
+    pytest.param(
+        [node("n1", cpu="4"), node("n2", cpu="8", taints=(NOT_READY,))],
+        [pod("w-0", cpu="6", group="pg")],
+        group_of(1, phase="Inqueue", cpu="6"),
+        "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; "
+        "Pending: 1 Unschedulable. Origin reason is w-0: 0/2 nodes are available: "
+        "1 Insufficient cpu, 1 node(s) had untolerated taint(s).",
+        id="a node large enough but tainted: Volcano's summary, not 'no node'",
+    ),
+    pytest.param(
+        [node("n1", cpu="8")],
+        [pod("busy", cpu="4", on="n1", phase="Running"), pod("w-0", cpu="6", group="pg")],
+        group_of(1, phase="Inqueue", cpu="6"),
+        "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; "
+        "Pending: 1 Unschedulable. Origin reason is w-0: 0/1 nodes are available: "
+        "1 Insufficient cpu.",
+        id="a pod an empty node would take waits for room: Volcano's summary",
+    ),
+]
+
+
+@pytest.mark.parametrize(("nodes", "pods", "group", "message"), BEYOND_EVERY_NODE_CASES)
+def test_a_pod_larger_than_every_node_is_named_as_the_cause(
+    nodes: list[NodeView], pods: list[PodView], group: PodGroupView, message: str
+) -> None:
+    decisions = schedule(nodes, pods, [group], queues=[queue()], now=NOW)
+    assert decisions.admit == ()
+    assert decisions.bind == ()
+    (status,) = decisions.podgroup_status
+    (condition,) = status.conditions
+    assert condition == Condition("Unschedulable", "True", "NotEnoughResources", message, NOW)
+    assert decisions.events == (PodGroupEvent("ns", "pg", "Unschedulable", message),)
+
+
+def test_a_pod_larger_than_every_node_keeps_kube_schedulers_words_on_the_pod() -> None:
+    """The pod's own PodScheduled condition stays kube-scheduler's FitError, word for word."""
+    nodes = [node("n1", cpu="8"), node("n2", cpu="24")]
+    decisions = schedule(
+        nodes, [pod("w-0", cpu="32", group="pg")], [group_of(1, phase="Inqueue", cpu="32")]
+    )
+    assert [(f.name, f.message) for f in decisions.unschedulable_pods] == [
+        ("w-0", "0/2 nodes are available: 2 Insufficient cpu.")
+    ]
 
 
 def test_pod_view_reads_placement_rules_gates_and_the_scheduled_condition() -> None:
