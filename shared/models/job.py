@@ -163,8 +163,8 @@ class TaskSpec(KubeModel):
     topology_policy: str | None = Field(
         default=None, json_schema_extra={"enum": list(TOPOLOGY_POLICIES)}
     )
-    """The NUMA topology policy of the task's pods: none, best-effort, restricted or single-numa-
-    node."""
+    """The NUMA topology policy of the task's pods: none, best-effort, restricted or
+    single-numa-node."""
     min_replicas: int | None = Field(default=None, ge=1)
     """The fewest pods the elastic autoscaler may shrink the task to."""
     max_replicas: int | None = Field(default=None, ge=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -265,3 +266,26 @@ def test_jobflow_and_jobtemplate_names_columns_and_patch_schema() -> None:
     assert "minItems" not in patch["properties"]["tasks"]
     template_spec = _schema("jobtemplates.flow.volcano.sh")["properties"]["spec"]
     assert template_spec == crdgen.job_spec_schema()
+
+
+def _descriptions(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        if isinstance(node.get("description"), str):
+            yield path, node["description"]
+        for key, child in node.items():
+            yield from _descriptions(child, f"{path}.{key}")
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            yield from _descriptions(child, f"{path}[{index}]")
+
+
+@pytest.mark.parametrize("name", sorted(CRDS))
+def test_no_description_breaks_a_word_at_a_hyphen(name: str) -> None:
+    """A docstring wrapped after a hyphen ("single-numa-\\nnode") reads "single-numa- node" once
+    its lines are joined."""
+    broken = [
+        f"{path}: {match.group(0)!r}"
+        for path, text in _descriptions(CRDS[name])
+        for match in re.finditer(r"\w+-\s+[a-z]\w*", text)
+    ]
+    assert broken == []
