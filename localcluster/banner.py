@@ -1,5 +1,6 @@
 """What `vcjob local up` prints once the cluster is up: where everything is, and the lines to paste
-to use it (PATH for the pinned kubectl and helm and for `vcjob`, KUBECONFIG, first commands)."""
+to use it (PATH for the pinned kubectl and helm and for `vcjob`, KUBECONFIG, kubectl's cache in the
+cluster's folder rather than in ~/.kube, first commands)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def render(options: UpOptions, api_port: int, children: Mapping[str, Child]) -> 
         "",
         *path_export_lines(),
         f"  export KUBECONFIG={kubeconfig}",
+        f"  export KUBECACHEDIR={options.kube_cache.resolve()}   # kubectl's cache, not ~/.kube",
         *(
             [
                 "  # bare: no CRDs, webhook or controller; install the chart:",

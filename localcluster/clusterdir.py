@@ -23,6 +23,8 @@ ETCD_DIR = "etcd"  # etcd's data, unless --data-dir names a folder to keep it in
 # Clients of the product's own processes: through the fault proxy when there is one.
 COMPONENTS_KUBECONFIG_FILE = "components.kubeconfig"
 WEBHOOK_DIR = "webhook"
+# kubectl's discovery and HTTP cache for this cluster (KUBECACHEDIR), instead of ~/.kube/cache.
+KUBE_CACHE_DIR = "kube-cache"
 
 
 class StartupError(click.ClickException):

@@ -4,7 +4,8 @@ kube-controller-manager, kube-scheduler and kubectl, pinned by the Go module in 
 `python -m localcluster.kubebin` (`make cluster`) builds the missing ones once into the git-ignored
 `.tools/bin`, with progress shown; binaries of the pinned version already on PATH or in
 `KUBEBUILDER_ASSETS` (the layout setup-envtest writes) are used instead. Go's build and module
-caches stay where Go keeps them, outside the checkout.
+caches stay where Go keeps them, outside the checkout; Go's telemetry counters, which it keeps in
+the user's config folder, go to `.tools/go-config` instead (`go_env`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ ASSETS_ENV = "KUBEBUILDER_ASSETS"
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 # A fixed build date keeps builds of the same version byte-identical.
 BUILD_DATE = "2026-01-01T00:00:00Z"
+# The config folder (XDG_CONFIG_HOME) of the `go` commands: where Go writes its telemetry counters.
+GO_CONFIG_HOME = PROJECT_ROOT / ".tools" / "go-config"
 
 
 @dataclass(frozen=True)
@@ -141,12 +144,28 @@ def go_command() -> str:
     return found
 
 
+def go_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a `go` command: a static build of the pinned modules with the local
+    toolchain. Every `go` command writes telemetry counters under the user's config folder
+    (`~/.config/go/telemetry`); they go to GO_CONFIG_HOME, while GOENV keeps naming the user's
+    own `go env -w` settings (GOPROXY, say) where Go would look for them."""
+    config_home = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "")) / ".config")
+    return {
+        **environ,
+        "CGO_ENABLED": "0",
+        "GOTOOLCHAIN": "local",
+        "GOFLAGS": "-mod=readonly",
+        "GOENV": environ.get("GOENV") or str(Path(config_home) / "go" / "env"),
+        "XDG_CONFIG_HOME": str(GO_CONFIG_HOME),
+    }
+
+
 def build(components: Iterable[Component], echo: Callable[[str], None]) -> None:
     """`go build` the components into TOOLS_BIN, one `go build` per component (each main package
     needs its own output name), sharing Go's build cache."""
     go = go_command()
     TOOLS_BIN.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly"}
+    env = go_env(os.environ)
     for component in components:
         echo(
             f"building {component.name} {component.version} from {component.package} "

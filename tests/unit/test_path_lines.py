@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from localcluster import banner
+from localcluster.options import UpOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / ".tools" / "bin"
@@ -74,3 +75,17 @@ def test_the_banner_line_puts_vcjob_and_kubectl_vcjob_on_path(
     # Once PATH finds all of them, the banner says nothing.
     monkeypatch.setenv("PATH", export.removeprefix("export PATH=").replace("$PATH", "/usr/bin"))
     assert banner.path_export_lines() == []
+
+
+def test_the_readme_and_the_banner_keep_kubectls_cache_out_of_home(tmp_path: Path) -> None:
+    """kubectl writes its discovery and HTTP cache to ~/.kube/cache unless KUBECACHEDIR says
+    otherwise: the lines a user copies keep it beside the cluster."""
+    assert "export KUBECACHEDIR=$PWD/.vcjob/kube-cache" in readme_exports()
+    options = UpOptions(dir=tmp_path / "cluster")
+    exports = [
+        line.split(" #", 1)[0].strip()
+        for line in banner.render(options, 6443, {}).splitlines()
+        if "export " in line
+    ]
+    assert f"export KUBECONFIG={tmp_path / 'cluster' / 'kubeconfig'}" in exports
+    assert f"export KUBECACHEDIR={tmp_path / 'cluster' / 'kube-cache'}" in exports

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.testing import LocalCluster, running_cluster, vcjob_executable
+from localcluster.clusterdir import KUBE_CACHE_DIR
+from localcluster.testing import UP_LOG, LocalCluster, running_cluster, vcjob_executable
+from localcluster.tools import TOOLS_BIN
 
 pytestmark = pytest.mark.e2e
 
@@ -76,6 +79,37 @@ def test_local_kubeconfig_prints_the_path(cluster: LocalCluster) -> None:
         check=True,
     )
     assert result.stdout.strip() == str(cluster.kubeconfig.resolve())
+
+
+def test_the_banners_export_lines_keep_kubectls_cache_out_of_home(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """A shell that follows the banner's KUBECONFIG and KUBECACHEDIR lines runs kubectl against
+    the cluster, and kubectl's discovery cache lands in the cluster's folder, not in ~/.kube."""
+    printed = (cluster.dir / UP_LOG).read_text().splitlines()
+    exports = [
+        line.split(" #", 1)[0].strip()
+        for line in printed
+        if line.strip().startswith(("export KUBECONFIG=", "export KUBECACHEDIR="))
+    ]
+    assert len(exports) == 2, printed
+    cache = cluster.dir / KUBE_CACHE_DIR
+    shutil.rmtree(cache, ignore_errors=True)
+    home = tmp_path / "home"
+    home.mkdir()
+    script = "\n".join([*exports, "kubectl get nodes -o name"])
+    result = subprocess.run(
+        ["/bin/bash", "--noprofile", "--norc", "-c", script],
+        env={"HOME": str(home), "PATH": f"{TOOLS_BIN}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "node/node-1" in result.stdout.split()
+    assert sorted(home.rglob("*")) == []
+    assert any(cache.rglob("*.json"))
 
 
 def test_local_kubeconfig_without_a_cluster_is_an_error(tmp_path: Path) -> None:
@@ -156,7 +190,9 @@ def test_components_do_not_outlive_a_killed_up(tmp_path: Path) -> None:
         pids = doomed.component_pids()
         doomed.process.send_signal(signal.SIGKILL)
         doomed.process.wait(10)
-        deadline = time.monotonic() + 10
+        # Each component gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and stops as it would
+        # under `up`'s own SIGTERM, whose test above allows it 30 s.
+        deadline = time.monotonic() + 30
         while any(alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert {name for name, pid in pids.items() if alive(pid)} == set()
