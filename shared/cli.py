@@ -21,6 +21,10 @@ ENTRY_POINT_GROUP = "vcjob.commands"
 
 # Commands that come with another distribution, and how to get it.
 OPTIONAL_COMMANDS = {"local": "pip install 'vcjob[local]' (the vcjob-localcluster distribution)"}
+# The commands for users of a cluster (vcctl's), the only ones `kubectl vcjob` offers; the others
+# (webhook, controller, local, crds, certs) run or set up vcjob itself.
+USER_COMMANDS = ("job", "queue", "suspend", "resume")
+KUBECTL_PLUGIN = "kubectl vcjob"
 
 
 class UsageProblem(click.ClickException):
@@ -117,6 +121,23 @@ class PluginGroup(click.Group):
         return None
 
 
+class KubectlPluginGroup(PluginGroup):
+    """`kubectl vcjob`: the user commands only; a server command is refused with where it is."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in super().list_commands(ctx) if name in USER_COMMANDS]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in USER_COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        if cmd_name in main.list_commands(ctx) or cmd_name in OPTIONAL_COMMANDS:
+            raise UsageProblem(
+                f"`{cmd_name}` runs or sets up vcjob itself, not a `{KUBECTL_PLUGIN}` "
+                f"command: run `vcjob {cmd_name}`"
+            )
+        return None
+
+
 def show_environment_variables(command: click.Command) -> click.Command:
     """List each option's environment variable in `--help` (`[env var: VCJOB_WEBHOOK_PORT]`);
     click shows the names its `auto_envvar_prefix` derives only when asked per option."""
@@ -187,3 +208,15 @@ def certs_command(out_dir: Path, hosts: tuple[str, ...], days: int) -> None:
     bundle = certgen.issue(list(hosts), days=days)
     for path in certgen.write_bundle(bundle, out_dir):
         click.echo(str(path))
+
+
+@click.group(cls=KubectlPluginGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vcjob")
+def kubectl_group() -> None:
+    """kubectl vcjob: run, list, view, explain, suspend, resume and delete Volcano Jobs, and
+    manage Queues (vcctl's commands)."""
+
+
+def kubectl_main() -> Any:
+    """The `kubectl-vcjob` console script: kubectl runs it for `kubectl vcjob …`."""
+    return kubectl_group.main(prog_name=KUBECTL_PLUGIN)

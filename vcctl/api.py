@@ -30,6 +30,8 @@ T = TypeVar("T")
 # A CLI makes a handful of calls: no client-side rate limit, fail fast when the server is away.
 CLI_QPS: Final = 0.0
 CONNECT_RETRIES: Final = 1
+# Server-side field validation: unknown and duplicate fields fail the create (kubectl's default).
+STRICT_FIELDS: Final = {"fieldValidation": "Strict"}
 
 
 class ApiError(Exception):
@@ -92,8 +94,11 @@ class VolcanoApi:
         )
 
     def create_job(self, namespace: str, body: WireObject) -> WireObject:
+        """Fields the Job's schema does not know are refused by the API server, with their path
+        (`strict decoding error: unknown field "spec.foo"`), as `kubectl create` does."""
         return self._call(
-            f'namespace "{namespace}" not found', lambda: self.kube.create(JOBS, namespace, body)
+            f'namespace "{namespace}" not found',
+            lambda: self.kube.request("POST", JOBS.path(namespace), query=STRICT_FIELDS, body=body),
         )
 
     def delete_job(self, namespace: str, name: str) -> None:

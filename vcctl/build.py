@@ -7,10 +7,17 @@ import string
 from typing import Any, Final
 
 from shared import labels, quantity
+from shared.models import FINISHED_PHASES, JobPhase, PolicyAction
 
 WireObject = dict[str, Any]
 _SUFFIX_ALPHABET: Final = string.ascii_lowercase + string.digits
 COMMAND_NAMESPACE: Final = "default"
+# The phases in which the controller carries out a Command of the CLI (controller.job.decide.
+# state.TRANSITIONS); in any other phase the Command is consumed without effect. A job with no
+# phase yet (never reconciled) gets its Command: the controller takes it once it has one.
+SUSPENDABLE: Final = frozenset({JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING})
+SUSPENDED: Final = frozenset({JobPhase.ABORTING, JobPhase.ABORTED})
+FINISHING: Final = frozenset({JobPhase.COMPLETING, JobPhase.TERMINATING})
 
 
 def command_name(target: str, action: str) -> str:
@@ -48,6 +55,36 @@ def build_command(job: WireObject, action: str) -> WireObject:
         "reason": "CommandIssued",
         "message": f"{action} issued by vcjob",
     }
+
+
+def command_refusal(job: WireObject, action: str) -> str | None:
+    """Why a suspend (AbortJob) or resume (ResumeJob) Command could do nothing for the job in its
+    current phase; None when the controller will carry it out."""
+    meta = job.get("metadata") or {}
+    raw = ((job.get("status") or {}).get("state") or {}).get("phase") or ""
+    try:
+        phase = JobPhase(raw)
+    except ValueError:
+        return None
+    job_ref = f"job {meta.get('namespace')}/{meta.get('name')} is {phase}"
+    if action == PolicyAction.ABORT_JOB:
+        if phase in SUSPENDABLE:
+            return None
+        if phase in SUSPENDED:
+            return f"{job_ref}: it is already suspended"
+    elif action == PolicyAction.RESUME_JOB:
+        if phase in SUSPENDED:
+            return None
+        if phase in SUSPENDABLE:
+            return f"{job_ref}: only a suspended (Aborting or Aborted) job can be resumed"
+    else:
+        return None
+    verb = "suspended" if action == PolicyAction.ABORT_JOB else "resumed"
+    if phase in FINISHED_PHASES:
+        return f"{job_ref}: a finished job cannot be {verb}"
+    if phase in FINISHING:
+        return f"{job_ref}: a finishing job cannot be {verb}"
+    return None
 
 
 def build_queue_command(queue: WireObject, action: str) -> WireObject:

@@ -26,6 +26,11 @@ class UsageError(Exception):
     """A usage problem the command reports in vcctl's words (a missing name, a bad action)."""
 
 
+class RefusedError(Exception):
+    """A request that cannot do anything for the object as it is (suspending a finished job):
+    refused before anything is created, and reported as a failure (exit 1)."""
+
+
 def connection_options(func: F) -> F:
     """`--master/-s` and `--kubeconfig/-k`, on every leaf command as in vcctl."""
     func = click.option(
@@ -40,6 +45,20 @@ def connection_options(func: F) -> F:
     return func
 
 
+def name_argument(func: F) -> F:
+    """The object's name as a plain argument, `vcjob job view NAME`, besides vcctl's flag."""
+    return click.argument("name_argument", metavar="[NAME]", required=False, default="")(func)
+
+
+def one_name(argument: str, flag: str, flags: str) -> str:
+    """The name given as NAME or with its flag (`flags`, e.g. `--name/-N`), never both."""
+    if argument and flag:
+        raise UsageError(
+            f"the name is given twice, as NAME ({argument}) and with {flags} ({flag}): give it once"
+        )
+    return argument or flag
+
+
 def output_option(*choices: str) -> Callable[[F], F]:
     return click.option(
         "-o", "--output", type=click.Choice(list(choices)), default=None, help="Output format."
@@ -47,15 +66,16 @@ def output_option(*choices: str) -> Callable[[F], F]:
 
 
 def reported(leaf: str, parent: str) -> Callable[[F], F]:
-    """Turn ApiError, UsageError and ValueError into `Failed to <leaf> <parent>: <why>` on stderr:
-    one line, never a traceback; exit code 1 for a failure, 2 for a usage problem."""
+    """Turn ApiError, RefusedError, UsageError and ValueError into `Failed to <leaf> <parent>:
+    <why>` on stderr: one line, never a traceback; exit code 1 for a failure, 2 for a usage
+    problem."""
 
     def decorate(func: F) -> F:
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 return func(*args, **kwargs)
-            except ApiError as exc:
+            except (ApiError, RefusedError) as exc:
                 click.echo(f"Failed to {leaf} {parent}: {exc}", err=True)
                 raise SystemExit(FAILURE_EXIT) from None
             except (UsageError, ValueError) as exc:

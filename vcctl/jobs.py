@@ -10,8 +10,19 @@ import click
 import yaml
 
 from vcctl import render, why
-from vcctl.build import build_command, build_run_job, parse_resources
-from vcctl.common import UsageError, connection_options, open_api, output_option, reported
+from vcctl.build import build_command, build_run_job, command_refusal, parse_resources
+from vcctl.common import (
+    RefusedError,
+    UsageError,
+    connection_options,
+    name_argument,
+    one_name,
+    open_api,
+    output_option,
+    reported,
+)
+
+NAME_FLAGS = "--name/-N"
 
 
 def _namespace_option(func: Any) -> Any:
@@ -33,6 +44,7 @@ def job_group() -> None:
 
 
 @job_group.command("run")
+@name_argument
 @click.option("-i", "--image", default="busybox", show_default=True, help="Container image.")
 @_namespace_option
 @_name_option
@@ -45,6 +57,7 @@ def job_group() -> None:
 @connection_options
 @reported("run", "job")
 def run_command(
+    name_argument: str,
     image: str,
     namespace: str | None,
     name: str,
@@ -57,7 +70,9 @@ def run_command(
     kubeconfig: str | None,
     master: str | None,
 ) -> None:
-    """Create a Job: one task from the flags, or the manifest given with -f."""
+    """Create a Job named NAME (or --name/-N): one task from the flags, or the manifest given
+    with -f. Fields the Job's schema does not know are refused, as by kubectl."""
+    name = one_name(name_argument, name, NAME_FLAGS)
     if not name and not filename:
         raise UsageError("job name cannot be left blank")
     parsed_requests = parse_resources(requests, "--requests")
@@ -141,22 +156,25 @@ def list_command(
 
 
 @job_group.command("view")
+@name_argument
 @_namespace_option
 @_name_option
 @output_option("json", "yaml")
 @connection_options
 @reported("view", "job")
 def view_command(
+    name_argument: str,
     namespace: str | None,
     name: str,
     output: str | None,
     kubeconfig: str | None,
     master: str | None,
 ) -> None:
-    """Describe one job and its events."""
+    """Describe the job NAME (or --name/-N) and its events."""
+    name = one_name(name_argument, name, NAME_FLAGS)
     if not name:
         raise UsageError(
-            "job name (specified by --name or -N) is mandatory to view a particular job"
+            "job name (specified by NAME, --name or -N) is mandatory to view a particular job"
         )
     api = open_api(kubeconfig, master)
     try:
@@ -177,21 +195,21 @@ def view_command(
 
 
 @job_group.command("why")
-@click.argument("job_name", metavar="NAME", required=False, default="")
+@name_argument
 @_namespace_option
 @_name_option
 @connection_options
-@reported("why", "job")
+@reported("explain", "job")
 def why_command(
-    job_name: str,
+    name_argument: str,
     namespace: str | None,
     name: str,
     kubeconfig: str | None,
     master: str | None,
 ) -> None:
-    """Why a job is not running (or failed): its PodGroup, Queue, pods, events, and what would
-    unblock it."""
-    target_name = job_name or name
+    """Why the job NAME (or --name/-N) is not running (or failed): its PodGroup, Queue, pods,
+    events, and what would unblock it."""
+    target_name = one_name(name_argument, name, NAME_FLAGS)
     if not target_name:
         raise UsageError("job name (NAME or --name/-N) is mandatory to explain a job")
     api = open_api(kubeconfig, master)
@@ -217,6 +235,9 @@ def _issue(
     try:
         target = namespace or api.namespace
         job = api.get_job(target, name)
+        refusal = command_refusal(job, action)
+        if refusal is not None:
+            raise RefusedError(refusal)
         command = api.create_command(target, build_command(job, action))
     finally:
         api.close()
@@ -225,46 +246,65 @@ def _issue(
     )
 
 
-def _require(name: str, verb: str) -> str:
+def _require(name_argument: str, name: str, verb: str) -> str:
+    name = one_name(name_argument, name, NAME_FLAGS)
     if not name:
-        raise UsageError(f"job name is mandatory to {verb} a particular job")
+        raise UsageError(
+            f"job name is mandatory to {verb} a particular job (give NAME or {NAME_FLAGS})"
+        )
     return name
 
 
 @job_group.command("suspend")
+@name_argument
 @_namespace_option
 @_name_option
 @connection_options
 @reported("suspend", "job")
 def suspend_command(
-    namespace: str | None, name: str, kubeconfig: str | None, master: str | None
+    name_argument: str,
+    namespace: str | None,
+    name: str,
+    kubeconfig: str | None,
+    master: str | None,
 ) -> None:
-    """Suspend (abort) a job: its unfinished pods are deleted; `resume` restarts it."""
-    _issue("AbortJob", namespace, _require(name, "suspend"), kubeconfig, master)
+    """Suspend (abort) the job NAME (or --name/-N): its unfinished pods are deleted; `resume`
+    restarts it. A job that is finished, finishing or already suspended is refused."""
+    _issue("AbortJob", namespace, _require(name_argument, name, "suspend"), kubeconfig, master)
 
 
 @job_group.command("resume")
+@name_argument
 @_namespace_option
 @_name_option
 @connection_options
 @reported("resume", "job")
 def resume_command(
-    namespace: str | None, name: str, kubeconfig: str | None, master: str | None
+    name_argument: str,
+    namespace: str | None,
+    name: str,
+    kubeconfig: str | None,
+    master: str | None,
 ) -> None:
-    """Resume a suspended job without using its retry budget."""
-    _issue("ResumeJob", namespace, _require(name, "resume"), kubeconfig, master)
+    """Resume the suspended job NAME (or --name/-N) without using its retry budget."""
+    _issue("ResumeJob", namespace, _require(name_argument, name, "resume"), kubeconfig, master)
 
 
 @job_group.command("delete")
+@name_argument
 @_namespace_option
 @_name_option
 @connection_options
 @reported("delete", "job")
 def delete_command(
-    namespace: str | None, name: str, kubeconfig: str | None, master: str | None
+    name_argument: str,
+    namespace: str | None,
+    name: str,
+    kubeconfig: str | None,
+    master: str | None,
 ) -> None:
-    """Delete a job."""
-    _require(name, "delete")
+    """Delete the job NAME (or --name/-N)."""
+    name = _require(name_argument, name, "delete")
     api = open_api(kubeconfig, master)
     try:
         api.delete_job(namespace or api.namespace, name)
@@ -278,15 +318,19 @@ def delete_command(
 
 def _alias(action: str, verb: str, doc: str) -> click.Command:
     @click.command(verb, help=doc)
+    @name_argument
     @_namespace_option
     @_name_option
     @connection_options
-    @click.argument("job", required=False, default="")
     @reported(verb, "job")
     def alias(
-        namespace: str | None, name: str, kubeconfig: str | None, master: str | None, job: str
+        name_argument: str,
+        namespace: str | None,
+        name: str,
+        kubeconfig: str | None,
+        master: str | None,
     ) -> None:
-        _issue(action, namespace, _require(job or name, verb), kubeconfig, master)
+        _issue(action, namespace, _require(name_argument, name, verb), kubeconfig, master)
 
     return alias
 

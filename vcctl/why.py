@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from shared import conditions
+from shared.models import FINISHED_PHASES
 
 WireObject = dict[str, Any]
 # How many pods and events per pod are shown: one screen.
 MAX_PODS: Final = 8
 EVENTS_PER_OBJECT: Final = 2
+# The phases in which the controller has deleted the job's PodGroup for good.
+FINISHED: Final = frozenset(phase.value for phase in FINISHED_PHASES)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,20 @@ def job_reason(job: Mapping[str, Any]) -> tuple[str, str]:
             return str(found.get("reason") or type_), str(found.get("message") or "")
     state = status.get("state") or {}
     return str(state.get("reason") or ""), str(state.get("message") or "")
+
+
+def missing_pod_group(job: Mapping[str, Any]) -> str:
+    """What a job without a PodGroup means, from what the controller does with it: deleted when
+    the job finishes (Completed, Failed, Terminated), when it is suspended (Aborting, Aborted, or
+    `spec.suspend`) and for a full restart; otherwise not created yet."""
+    phase = _get(job, "status", "state", "phase") or ""
+    if phase in FINISHED:
+        return "none (deleted when the job finished)"
+    if phase in ("Aborting", "Aborted") or _get(job, "spec", "suspend") is True:
+        return "none (deleted when the job was suspended; resuming creates a new one)"
+    if phase == "Restarting":
+        return "none (deleted for the restart; a new one comes with the new pods)"
+    return "none yet"
 
 
 def unblock_hint(reason: str, job: Mapping[str, Any], queue_name: str) -> str:
@@ -148,7 +165,7 @@ def explain(facts: WhyFacts) -> str:
         )
     pg = facts.pod_group
     if pg is None:
-        out.append("PodGroup: none yet")
+        out.append(f"PodGroup: {missing_pod_group(job)}")
     else:
         out.append(
             f"PodGroup {_name(pg)}: {_get(pg, 'status', 'phase') or 'Pending'}, minMember "

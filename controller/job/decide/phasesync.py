@@ -28,6 +28,11 @@ from controller.job.decide.plugins import owned_children, owned_memory_keys
 from shared.models import JobPhase
 
 
+def times(count: int) -> str:
+    """`1 time`, `3 times`."""
+    return f"{count} time" if count == 1 else f"{count} times"
+
+
 def sync(r: JobRound, d: Draft) -> None:
     s = d.status
     # Finish deletions an earlier plan started (annotated, delete not yet applied).
@@ -65,7 +70,7 @@ def sync_restarting(r: JobRound, d: Draft) -> bool:
             d,
             JobPhase.FAILED,
             "MaxRetryExceeded",
-            f"the job was restarted {s.retry_count} times, maxRetry is {r.max_retry}",
+            f"the job was restarted {times(s.retry_count)}, maxRetry is {r.max_retry}",
         ):
             draft.end_restart(d)
             return True
@@ -85,7 +90,7 @@ def sync_restarting(r: JobRound, d: Draft) -> bool:
             d,
             JobPhase.FAILED,
             "InfrastructureRetriesExceeded",
-            f"the job was restarted {s.restart_counts.get('infrastructure', 0)} times "
+            f"the job was restarted {times(s.restart_counts.get('infrastructure', 0))} "
             f"because of the infrastructure, retryPolicy.infrastructureRetries is {allowed}",
         ):
             draft.end_restart(d)

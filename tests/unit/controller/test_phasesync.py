@@ -83,6 +83,26 @@ def test_retries_exhausted_fail_the_job() -> None:
     assert (d.status.phase, d.status.reason) == (JobPhase.FAILED, "MaxRetryExceeded")
 
 
+@pytest.mark.parametrize(
+    ("retries", "message"),
+    [
+        (1, "the job was restarted 1 time, maxRetry is 1"),
+        (2, "the job was restarted 2 times, maxRetry is 2"),
+    ],
+)
+def test_the_failure_message_counts_the_restarts_in_words(retries: int, message: str) -> None:
+    j = (
+        job()
+        .task("w", 2)
+        .max_retry(retries)
+        .phase("Restarting", version=1, retryCount=retries)
+        .build()
+    )
+    r, d = start(j, [])
+    assert phasesync.sync_restarting(r, d)
+    assert (d.status.phase, d.status.message) == (JobPhase.FAILED, message)
+
+
 def test_a_suspended_job_has_no_pods_and_no_pod_group() -> None:
     b = job().task("w", 2).phase("Running")
     b.spec["suspend"] = True

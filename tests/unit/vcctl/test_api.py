@@ -93,3 +93,31 @@ def test_master_overrides_the_server(tmp_path: Path) -> None:
         assert api.namespace == "team-a"
     finally:
         api.close()
+
+
+class RecordingKube(FailingKube):
+    def __init__(self) -> None:
+        super().__init__(KubeError("unused"))
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        self.calls.append((method, path, kwargs))
+        return kwargs.get("body")
+
+
+def test_a_job_is_created_with_strict_field_validation() -> None:
+    """The API server refuses unknown fields with their path, as for `kubectl create`."""
+    kube = RecordingKube()
+    VolcanoApi(kube, "default").create_job("ml", {"metadata": {"name": "j"}})
+    ((method, path, kwargs),) = kube.calls
+    assert (method, path) == ("POST", "/apis/batch.volcano.sh/v1alpha1/namespaces/ml/jobs")
+    assert kwargs["query"] == {"fieldValidation": "Strict"}
+
+
+def test_an_unknown_field_is_reported_with_its_path() -> None:
+    message = 'Job in version "v1alpha1" cannot be handled as a Job: strict decoding error: '
+    message += 'unknown field "spec.foo"'
+    api = VolcanoApi(FailingKube(PermanentError("POST: 400", 400, "BadRequest", message)), "d")
+    with pytest.raises(ApiError) as raised:
+        api.create_job("d", {})
+    assert str(raised.value).endswith('strict decoding error: unknown field "spec.foo"')

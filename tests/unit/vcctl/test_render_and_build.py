@@ -184,8 +184,21 @@ def test_bad_resources_are_refused(text: str) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["job", "view"], "Failed to view job: job name (specified by --name or -N) is mandatory"),
+        (
+            ["job", "view"],
+            "Failed to view job: job name (specified by NAME, --name or -N) is mandatory",
+        ),
         (["job", "delete"], "Failed to delete job: job name is mandatory to delete"),
+        (["job", "why"], "Failed to explain job: job name (NAME or --name/-N) is mandatory"),
+        (
+            ["job", "view", "a", "-N", "b"],
+            "Failed to view job: the name is given twice, as NAME (a) and with --name/-N (b)",
+        ),
+        (["job", "why", "a", "--name", "a"], "Failed to explain job: the name is given twice"),
+        (["resume", "a", "-N", "b"], "Failed to resume job: the name is given twice"),
+        (["queue", "get", "q", "-n", "r"], "Failed to get queue: the name is given twice"),
+        (["queue", "create", "q", "-n", "r"], "Failed to create queue: the name is given twice"),
+        (["queue", "delete"], "queue name must be specified (give NAME or --name/-n)"),
         (["job", "run"], "Failed to run job: job name cannot be left blank"),
         (["suspend"], "Failed to suspend job: job name is mandatory to suspend"),
         (["queue", "operate", "-n", "q"], "Failed to operate queue: action can not be null"),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from vcctl.why import WhyFacts, explain, job_reason, unblock_hint
+from vcctl.why import WhyFacts, explain, job_reason, missing_pod_group, unblock_hint
 
 
 def job(phase: str, reason: str | None = None, message: str = "", **status: Any) -> dict[str, Any]:
@@ -97,6 +97,39 @@ def test_a_missing_queue_and_no_pod_group() -> None:
     assert "Queue q1: does not exist" in text.splitlines()
     assert "PodGroup: none yet" in text.splitlines()
     assert text.splitlines()[-1] == "To unblock: create the queue: vcjob queue create -n q1"
+
+
+@pytest.mark.parametrize(
+    ("phase", "suspend", "line"),
+    [
+        ("Pending", False, "PodGroup: none yet"),
+        ("Failed", False, "PodGroup: none (deleted when the job finished)"),
+        ("Completed", False, "PodGroup: none (deleted when the job finished)"),
+        ("Terminated", False, "PodGroup: none (deleted when the job finished)"),
+        (
+            "Aborted",
+            False,
+            "PodGroup: none (deleted when the job was suspended; resuming creates a new one)",
+        ),
+        (
+            "Pending",
+            True,
+            "PodGroup: none (deleted when the job was suspended; resuming creates a new one)",
+        ),
+        (
+            "Restarting",
+            False,
+            "PodGroup: none (deleted for the restart; a new one comes with the new pods)",
+        ),
+    ],
+)
+def test_a_missing_pod_group_is_explained_by_the_phase(
+    phase: str, suspend: bool, line: str
+) -> None:
+    j = job(phase)
+    j["spec"]["suspend"] = suspend
+    assert line in explain(WhyFacts(j, queue=QUEUE)).splitlines()
+    assert line == f"PodGroup: {missing_pod_group(j)}"
 
 
 @pytest.mark.parametrize(
