@@ -124,7 +124,9 @@ CRDS: Final[tuple[CRDInfo, ...]] = (
                 "REASON",
                 ".status.reason",
                 "string",
-                description="Why a Pending job is blocked, or why a job failed",
+                description=(
+                    "Why a Pending job is blocked, why a job failed, or what completed it early"
+                ),
             ),
             _column(
                 "SUSPENDED", ".spec.suspend", "boolean", description="spec.suspend", priority=1

@@ -14,6 +14,9 @@ from shared.models import JobPhase
 
 # Volcano's state reasons renamed for the Failed condition (batch/v1 Job's names where one fits).
 FAILED_REASONS: Final[Mapping[str, str]] = {"MaxRetryExceeded": "BackoffLimitExceeded"}
+# Completions the REASON column leaves empty: every pod ran to its end (batch/v1 Job's
+# `CompletionsReached`), or no reason was recorded.
+ORDINARY_COMPLETIONS: Final = frozenset({"CompletionsReached", "Completed", ""})
 _ADMITTED_PHASES: Final = frozenset({"Inqueue", "Running"})
 # A status change that only reports (counts of pending and running pods, the scheduler's
 # admission) waits this long for the next change instead of taking a write of its own.
@@ -88,11 +91,18 @@ def merged(
 
 
 def status_reason(typed: Sequence[Mapping[str, Any]]) -> str | None:
-    """`status.reason` (the REASON printer column): why a job fails or is blocked."""
+    """`status.reason` (the REASON printer column): why a job fails or is blocked, or what
+    completed it before all its pods had finished (`SuccessPolicy`, `MinSuccess`, a command or a
+    policy action). A job whose pods all finished (`CompletionsReached`) needs no reason."""
     for type_ in (cond.FAILED, cond.BLOCKED):
         found = cond.find_condition(typed, type_)
         if found is not None and found.get("status") == "True":
             return str(found.get("reason") or type_)
+    complete = cond.find_condition(typed, cond.COMPLETE)
+    if complete is not None and complete.get("status") == "True":
+        reason = str(complete.get("reason") or "")
+        if reason not in ORDINARY_COMPLETIONS:
+            return reason
     return None
 
 

@@ -522,6 +522,39 @@ TYPED: list[tuple[str, typedconditions.JobFacts, dict[str, tuple[str, str]], str
         None,
     ),
     (
+        "completed by its success policy",
+        facts(JobPhase.COMPLETED, "SuccessPolicy"),
+        {
+            "Admitted": ("True", "Admitted"),
+            "Running": ("False", "Completed"),
+            "Blocked": ("False", "NotBlocked"),
+            "Complete": ("True", "SuccessPolicy"),
+        },
+        "SuccessPolicy",
+    ),
+    (
+        "completed at minSuccess",
+        facts(JobPhase.COMPLETED, "MinSuccess"),
+        {
+            "Admitted": ("True", "Admitted"),
+            "Running": ("False", "Completed"),
+            "Blocked": ("False", "NotBlocked"),
+            "Complete": ("True", "MinSuccess"),
+        },
+        "MinSuccess",
+    ),
+    (
+        "completed by a CompleteJob command",
+        facts(JobPhase.COMPLETED, "CommandIssued"),
+        {
+            "Admitted": ("True", "Admitted"),
+            "Running": ("False", "Completed"),
+            "Blocked": ("False", "NotBlocked"),
+            "Complete": ("True", "CommandIssued"),
+        },
+        "CommandIssued",
+    ),
+    (
         "failed past its deadline",
         facts(JobPhase.FAILED, "DeadlineExceeded"),
         {

@@ -127,5 +127,7 @@ def test_success_policy_end_to_end() -> None:
     world.settle(2)
     assert world.phase == "Completed"
     assert world.status["state"]["reason"] == "SuccessPolicy"
+    # The REASON column says what completed the job while its workers still ran.
+    assert world.status["reason"] == "SuccessPolicy"
     assert world.status["succeededIndexes"] == {"master": "0"}
     assert list(world.pods) == ["j-master-0"]
