@@ -26,6 +26,7 @@ from prometheus_client import (
     disable_created_metrics,
     make_asgi_app,
 )
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
@@ -309,6 +310,32 @@ class _AdmissionApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
+def _wrong_place(paths: list[str]) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """The answer to a request no admission endpoint takes: a JSON error (as for every other
+    refusal) that names the paths the webhook serves, instead of FastAPI's bare
+    `{"detail": "Not Found"}`; a GET on an admission path (405) says that it takes POST."""
+    served = ", ".join(paths)
+
+    async def answer(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, StarletteHTTPException) else 404
+        path = request.url.path
+        if status == 405:
+            message = (
+                f"{request.method} is not allowed at {path}: an admission webhook takes an "
+                "AdmissionReview by POST"
+            )
+        else:
+            message = (
+                f"no admission webhook at {path}; this webhook serves POST at: {served} "
+                "(health and metrics are on their own ports: /healthz, /readyz, /metrics)"
+            )
+        headers = exc.headers if isinstance(exc, StarletteHTTPException) else None
+        body = {"error": message, "code": status, "paths": paths}
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    return answer
+
+
 def _objects_decider(state: WebhookState, answer_fn: objects_review.ObjectAnswerFn) -> AnswerFn:
     def decide(kind: Kind, body: bytes, settings: Settings, queues: review.QueueLookup) -> Answer:
         return objects_review.guarded(answer_fn, kind, body, settings, queues, state.cluster)
@@ -357,9 +384,12 @@ def create_app(
     for path, (kind, answer_fn) in objects_review.ROUTES.items():
         handlers[path] = _endpoint(state, kind, path, _objects_decider(state, answer_fn))
     app.admission = handlers
-    # Also plain routes, so other methods on these paths get FastAPI's 405.
+    # Also plain routes, so other methods on these paths get a 405.
     for path, handler in handlers.items():
         app.add_route(path, handler, methods=["POST"], include_in_schema=False)
+    wrong_place = _wrong_place(list(handlers))
+    app.add_exception_handler(404, wrong_place)
+    app.add_exception_handler(405, wrong_place)
     return app
 
 

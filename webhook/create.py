@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from shared.fielderrors import FieldError, Path
 from shared.models import Job
-from webhook import jobcontrol, memo
+from webhook import jobcontrol, memo, podtemplate
 from webhook.defaulting import defaulted_view
 from webhook.reading import Reading, read_job, shown, sort_errors
 from webhook.rules import lifecycle, names
@@ -36,6 +36,31 @@ MEMO_TAG: Final = b"spec"
 def is_object(value: object) -> bool:
     """Admission objects are typed as dicts but arrive from the network: check anyway."""
     return isinstance(value, dict)
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def refused_by_schema(raw_spec: Any) -> bool:
+    """Whether the CRD's schema would refuse a pod template or a volume claim of this raw spec:
+    a value of the wrong type, a missing required field, a malformed quantity (`cpu: lots`).
+
+    kube-apiserver checks the schema after the mutating webhook and before the validating one,
+    so the validating webhook never sees such a Job: the mutating webhook answers it with every
+    problem `validate_create` finds instead. (The rest of the schema is the model's: what it
+    refuses, `read_job` reports.)"""
+    if not isinstance(raw_spec, dict):
+        return False
+    for task in _objects(raw_spec.get("tasks")):
+        template = task.get("template")
+        if isinstance(template, dict) and podtemplate.schema_errors(template, Path()):
+            return True
+    for volume in _objects(raw_spec.get("volumes")):
+        claim = volume.get("volumeClaim")
+        if claim is not None and podtemplate.claim_schema_errors(claim, Path()):
+            return True
+    return False
 
 
 def validate_create(

@@ -1,11 +1,18 @@
 """Pod template validation: the Kubernetes PodTemplateSpec schema (`shared.kubeschema`) for
-types and required fields, plus the semantic pod checks of admission.md on top.
+types, required fields and quantities, plus the semantic pod checks of admission.md on top; and
+the same schema check for a volume's PersistentVolumeClaimSpec.
+
+The schema checks refuse what the CRD's schema refuses (it is generated from the same
+definitions, `shared.crdgen`), quantities included (the CRD's quantity pattern, and whole numbers
+only: a CRD takes a fraction only as a string), so that the webhook can name every problem of an
+object in one answer before the API server's schema check would name only its own.
 
 Pure: the schema data ships inside the package and is read once.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from decimal import Decimal
@@ -26,11 +33,34 @@ MAP_FIELDS: Final = frozenset(
 CONTAINER_LISTS: Final = ("initContainers", "containers")
 # First part of the memo keys of template problems (`validate_template`).
 MEMO_TAG: Final = b"template"
+# The CRD's quantity pattern (controller-gen's, `shared.kubeschema.QUANTITY_SCHEMA`), matched as
+# kube-apiserver matches it: the whole string.
+QUANTITY_PATTERN: Final = re.compile(str(kubeschema.QUANTITY_SCHEMA["pattern"]))
+NOT_A_QUANTITY: Final = "must be a quantity such as 500m, 2 or 1Gi"
+FRACTION_NOT_QUOTED: Final = (
+    'must be an integer or a string: write a fraction as a string, such as "0.5" or 500m'
+)
 
 
 def warm_up() -> None:
-    """Load and compile the schema now rather than on the first request."""
+    """Load and compile the schemas now rather than on the first request."""
     _template_node()
+    _claim_node()
+
+
+def quantity_problem(value: Any) -> str | None:
+    """Why `value` is not a quantity the CRD schema accepts (None when it is one): an integer, or
+    a string that matches the quantity pattern. A fraction that is not a string (`cpu: 0.5` in
+    YAML) is a Pod's quantity, but a CRD's int-or-string takes it only quoted."""
+    if isinstance(value, bool):
+        return NOT_A_QUANTITY
+    if isinstance(value, int):
+        return None
+    if isinstance(value, float):
+        return None if value.is_integer() else FRACTION_NOT_QUOTED
+    if isinstance(value, str) and QUANTITY_PATTERN.fullmatch(value):
+        return None
+    return NOT_A_QUANTITY
 
 
 def _json_type(value: Any) -> str:
@@ -85,6 +115,7 @@ class _Node:
         "one_of",
         "properties",
         "py_types",
+        "quantity",
         "required",
     )
 
@@ -101,6 +132,7 @@ class _Node:
         self.items: _Node | None = None
         self.enum: list[Any] | None = None
         self.one_of: tuple[_Node, ...] | None = None
+        self.quantity = False
 
     def accepts(self, value: Any) -> bool:
         if self.any_type:
@@ -128,6 +160,7 @@ class _Compiler:
             if node is None:
                 node = self._by_name[name] = _Node()
                 self._fill(node, self._definitions[name])
+                node.quantity = name == kubeschema.QUANTITY
             return node
         node = _Node()
         self._fill(node, schema)
@@ -160,6 +193,11 @@ def _template_node() -> _Node:
     )
 
 
+@cache
+def _claim_node() -> _Node:
+    return _Compiler(kubeschema.load_definitions()).compile(kubeschema.ref(kubeschema.PVC_SPEC))
+
+
 def _walk(node: _Node, value: Any, trail: Trail, out: Found) -> None:
     """Check `value` against the compiled schema, walking only the fields present. `trail` is a
     linked list (parent, segment) below the template; paths are spelled out only on errors."""
@@ -171,6 +209,10 @@ def _walk(node: _Node, value: Any, trail: Trail, out: Found) -> None:
         return
     if node.one_of is not None and not any(o.accepts(value) for o in node.one_of):
         out.append((trail, "invalid", value, "has an invalid type"))
+        return
+    if node.quantity:
+        if (problem := quantity_problem(value)) is not None:
+            out.append((trail, "invalid", value, problem))
         return
     if node.enum is not None and value not in node.enum:
         out.append((trail, "enum", value, node.enum))
@@ -224,9 +266,18 @@ def _field_error(base: Path, trail: Trail, kind: str, value: Any, detail: Any) -
 
 
 def schema_errors(template: dict[str, Any], path: Path) -> list[FieldError]:
-    """Type and required-field problems of a PodTemplateSpec, from the Kubernetes schema."""
+    """Type, required-field and quantity problems of a PodTemplateSpec, from the Kubernetes
+    schema: what the CRD's schema would refuse."""
     found: Found = []
     _walk(_template_node(), template, None, found)
+    return [_field_error(path, *problem) for problem in found]
+
+
+def claim_schema_errors(claim: Any, path: Path) -> list[FieldError]:
+    """Type, required-field and quantity problems of a PersistentVolumeClaimSpec (a Job volume's
+    `volumeClaim`), from the Kubernetes schema: what the CRD's schema would refuse."""
+    found: Found = []
+    _walk(_claim_node(), claim, None, found)
     return [_field_error(path, *problem) for problem in found]
 
 
@@ -255,9 +306,7 @@ def _resource_errors(resources_: Any, path: Path) -> list[FieldError]:
             where = path.child(kind).key(str(name))
             value = quantity.try_parse(raw)
             if value is None:
-                errors.append(
-                    FieldError.invalid(where, raw, "must be a quantity such as 500m, 2 or 1Gi")
-                )
+                errors.append(FieldError.invalid(where, raw, NOT_A_QUANTITY))
             elif value < 0:
                 errors.append(FieldError.invalid(where, raw, "must be greater than or equal to 0"))
             else:

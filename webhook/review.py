@@ -17,6 +17,7 @@ from shared import labels
 from shared.fielderrors import FieldError, render
 from shared.jsoncodec import dumps, loads
 from webhook import memo
+from webhook.create import refused_by_schema
 from webhook.defaulting import mutation_patch
 from webhook.rules.job_warnings import job_warnings
 from webhook.settings import Settings
@@ -45,8 +46,9 @@ TOO_DEEP: Final = (
     f"JSON nested too deeply: more than {MAX_DEPTH} levels (the webhook's limit); "
     "no Job needs that many"
 )
-# What the webhook remembers between requests, its one memo: encoded mutation patches
-# (`encoded_patch`), the problems of Job specs and of pod templates (`validate_create`).
+# What the webhook remembers between requests, its one memo: encoded mutation patches with the
+# schema's verdict on the spec (`mutation`), the problems of Job specs and of pod templates
+# (`validate_create`).
 MEMO: Final = memo.Memo(3 * memo.ENTRIES)
 PATCH_TAG: Final = b"patch"
 QUEUE_SKIPPED_WARNING: Final = (
@@ -203,27 +205,31 @@ def _job_review(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Ans
     return decoded
 
 
-def encoded_patch(obj: dict[str, Any], scheduler_name: str) -> str:
-    """The mutation patch of `obj`, as JSON in base64 ("" when there is none).
+def mutation(obj: dict[str, Any], scheduler_name: str) -> tuple[str, bool]:
+    """The mutation patch of `obj`, as JSON in base64 ("" when there is none), and whether the
+    CRD's schema would refuse a pod template or volume claim of its spec (`refused_by_schema`).
 
-    Defaulting reads and writes `spec` alone, so the patch is a function of the spec and the
-    scheduler name: it is worked out once per distinct spec and kept by the spec's digest.
+    Defaulting reads and writes `spec` alone, so both are functions of the spec and the
+    scheduler name: they are worked out once per distinct spec and kept by the spec's digest.
     """
     spec = obj.get("spec")
+
+    def work() -> tuple[str, bool]:
+        patch = mutation_patch(obj, scheduler_name)
+        return (base64.b64encode(dumps(patch)).decode() if patch else "", refused_by_schema(spec))
+
     encoded = memo.encoding(spec) if isinstance(spec, dict) else None
     if encoded is None:
-        patch = mutation_patch(obj, scheduler_name)
-        return base64.b64encode(dumps(patch)).decode() if patch else ""
-    key = memo.digest(PATCH_TAG, scheduler_name.encode(), encoded)
-
-    def work() -> str:
-        patch = mutation_patch(obj, scheduler_name)
-        return base64.b64encode(dumps(patch)).decode() if patch else ""
-
-    return MEMO.recall(key, work)
+        return work()
+    return MEMO.recall(memo.digest(PATCH_TAG, scheduler_name.encode(), encoded), work)
 
 
-def mutate(body: bytes, settings: Settings) -> Answer:
+def encoded_patch(obj: dict[str, Any], scheduler_name: str) -> str:
+    """The mutation patch of `obj`, as JSON in base64 ("" when there is none)."""
+    return mutation(obj, scheduler_name)[0]
+
+
+def mutate(body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
     opened = _job_review(body)
     if isinstance(opened, Answer):
         return opened
@@ -233,9 +239,17 @@ def mutate(body: bytes, settings: Settings) -> Answer:
         return _refusal(review, uid, f"expected operation CREATE, got {operation!r}")
     obj = request.get("object")
     reading = read_job(obj)
-    if reading.errors or not isinstance(obj, dict):
+    if not isinstance(obj, dict):
         return _denial(review, uid, sort_errors(obj, reading.errors), request)
-    encoded = encoded_patch(obj, settings.scheduler_name)
+    encoded, refused = mutation(obj, settings.scheduler_name)
+    if reading.errors or refused:
+        # The CRD's schema would refuse the Job before the validating webhook sees it, naming
+        # only its own problems: answer now, with every problem the validation finds.
+        view, warning = queues()
+        errors = validate_create(obj, view, settings, MEMO.recall)
+        if errors:
+            warnings = [warning] if warning else []
+            return _denial(review, uid, errors, request, [*warnings, *job_warnings(obj)])
     response: dict[str, Any] = {"allowed": True}
     if encoded:
         response["patchType"] = "JSONPatch"
@@ -275,7 +289,9 @@ def validate(body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
 def answer(kind: Kind, body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
     """Never raises: an unexpected failure on a readable review is a denial that says so."""
     try:
-        return mutate(body, settings) if kind is Kind.MUTATE else validate(body, settings, queues)
+        if kind is Kind.MUTATE:
+            return mutate(body, settings, queues)
+        return validate(body, settings, queues)
     except RecursionError:
         # decode() bounds the nesting, so this is a last resort; a traceback would say nothing.
         log.warning("admission failed: recursion limit", extra={"webhook": kind.value})

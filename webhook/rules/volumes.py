@@ -1,9 +1,11 @@
-"""`spec.volumes`: a mount path each, unique, and either an existing claim or a new one."""
+"""`spec.volumes`: a mount path each, unique, and either an existing claim or a new one whose
+spec fits Kubernetes' PersistentVolumeClaimSpec."""
 
 from __future__ import annotations
 
 from shared.fielderrors import FieldError, Path
 from shared.models.job import JobSpec
+from webhook import podtemplate
 from webhook.reading import Readable, everything
 from webhook.rules.names import subdomain_errors
 
@@ -49,6 +51,8 @@ def validate_volumes(
                     "an existing PVC, or only volumeClaim to create a new one",
                 )
             )
-        else:
+        elif claim_name:
             errors.extend(subdomain_errors(name_path, claim_name))
+        if claim is not None and readable(where.child("volumeClaim")):
+            errors.extend(podtemplate.claim_schema_errors(claim, where.child("volumeClaim")))
     return errors

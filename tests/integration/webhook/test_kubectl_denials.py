@@ -62,6 +62,58 @@ def test_kubectl_prints_every_problem_of_an_invalid_example(
     )
 
 
+def test_a_bad_quantity_and_a_type_error_come_in_one_answer_with_the_other_problems(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """kube-apiserver checks the CRD's schema after the mutating webhook and before the
+    validating one, and its schema refuses `cpu: lots` with a regular expression and a string
+    `replicas` on their own. The mutating webhook sees the Job first and answers with every
+    problem, each with its path: nothing is left for a second attempt."""
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "one-answer"},
+        "spec": {
+            "queue": "nowhere",
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": "two",
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "busybox:1.36",
+                                    "resources": {"requests": {"cpu": "lots", "memory": 0.5}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    path = tmp_path / "one-answer.yaml"
+    path.write_text(yaml.safe_dump(job))
+    result = cluster.kubectl("create", "-f", str(path), check=False)
+    assert result.returncode != 0
+    requests = "spec.tasks[0].template.spec.containers[0].resources.requests"
+    assert result.stderr.strip() == kubectl_invalid(
+        "Job",
+        "one-answer",
+        [
+            'spec.queue: Not found: "nowhere": no Queue of this name exists',
+            'spec.tasks[0].replicas: Invalid value: "two": must be an integer',
+            f'{requests}[cpu]: Invalid value: "lots": must be a quantity such as 500m, 2 or 1Gi',
+            f"{requests}[memory]: Invalid value: 0.5: must be an integer or a string: write a "
+            'fraction as a string, such as "0.5" or 500m',
+        ],
+    )
+    # Nothing of the schema's own wording: it never had to answer.
+    assert "in body" not in result.stderr
+
+
 def test_demo_job_is_defaulted_and_immutable_fields_are_refused(cluster: LocalCluster) -> None:
     cluster.kubectl("create", "-f", str(REPO / "examples" / "demo-job.yaml"))
     queue = cluster.kubectl("get", "vcjob", "demo", "-o", "jsonpath={.spec.queue}").stdout

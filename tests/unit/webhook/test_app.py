@@ -175,6 +175,68 @@ async def test_garbage_object_is_denied_with_what_could_not_be_read(
         assert answer["status"]["message"] == 'spec.tasks: Invalid value: "x": must be a list'
 
 
+def causes(answer: dict[str, Any]) -> list[str]:
+    return [f"{c['field']}: {c['message']}" for c in answer["status"]["details"]["causes"]]
+
+
+async def test_a_bad_quantity_is_answered_by_the_mutating_hook_with_every_problem(
+    client: httpx.AsyncClient,
+) -> None:
+    """kube-apiserver checks the CRD's schema between the two hooks, and the schema refuses
+    `cpu: lots` with its regex alone: the mutating hook, which sees the Job first, answers with
+    the quantity and every other problem, as the validating hook would."""
+    raw = job(minAvailable=5)
+    container = raw["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
+    container["resources"] = {"requests": {"cpu": "lots"}}
+    mutated = (await post(client, MUTATE, review(raw))).json()["response"]
+    assert mutated["allowed"] is False
+    assert "patch" not in mutated
+    assert causes(mutated) == [
+        'spec.tasks[0].template.spec.containers[0].resources.requests[cpu]: Invalid value: "lots": '
+        "must be a quantity such as 500m, 2 or 1Gi",
+        "spec.minAvailable: Invalid value: 5: job 'minAvailable' should not be greater than total "
+        "replicas (2, the sum of the tasks' replicas)",
+    ]
+    assert mutated["status"]["message"] == "; ".join(causes(mutated))
+    validated = (await post(client, VALIDATE, review(raw))).json()["response"]
+    assert validated["status"] == mutated["status"]
+
+
+async def test_a_type_error_is_answered_with_every_other_problem_at_once(
+    client: httpx.AsyncClient,
+) -> None:
+    raw = job(queue="missing")
+    raw["metadata"]["name"] = "Bad_Job"
+    raw["spec"]["tasks"][0]["replicas"] = "two"
+    raw["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"memory": 0.5}
+    }
+    mutated = (await post(client, MUTATE, review(raw))).json()["response"]
+    assert mutated["allowed"] is False
+    problems = causes(mutated)
+    assert problems == [
+        'metadata.name: Invalid value: "Bad_Job": a lowercase RFC 1123 label must consist of '
+        "lower case alphanumeric characters or '-', and must start and end with an alphanumeric "
+        "character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        'spec.tasks[0].replicas: Invalid value: "two": must be an integer',
+        "spec.tasks[0].template.spec.containers[0].resources.limits[memory]: Invalid value: 0.5: "
+        'must be an integer or a string: write a fraction as a string, such as "0.5" or 500m',
+        'spec.queue: Not found: "missing": no Queue of this name exists',
+    ]
+
+
+async def test_a_job_the_schema_accepts_is_left_to_the_validating_hook(
+    client: httpx.AsyncClient,
+) -> None:
+    """The mutating hook denies only what the CRD's schema would refuse before the validating
+    hook could answer; a rule the schema cannot check stays the validating hook's."""
+    raw = job(minAvailable=5)
+    mutated = (await post(client, MUTATE, review(raw))).json()["response"]
+    assert mutated["allowed"] is True
+    assert mutated["patchType"] == "JSONPatch"
+
+
 async def test_missing_object_is_denied(client: httpx.AsyncClient) -> None:
     body = review()
     del body["request"]["object"]
@@ -346,7 +408,28 @@ async def test_an_internal_failure_is_a_denial_not_a_5xx(
 
 
 async def test_only_post_is_routed(client: httpx.AsyncClient) -> None:
-    assert (await client.get(VALIDATE)).status_code == 405
+    response = await client.get(VALIDATE)
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    assert response.json()["error"] == (
+        f"GET is not allowed at {VALIDATE}: an admission webhook takes an AdmissionReview by POST"
+    )
+
+
+@pytest.mark.parametrize("path", ["/validate", "/mutate-batch-volcano-sh-v1alpha1-jobs", "/"])
+async def test_a_wrong_path_is_answered_with_the_paths_served(
+    client: httpx.AsyncClient, path: str
+) -> None:
+    response = await post(client, path, review())
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["code"] == 404
+    assert body["error"].startswith(
+        f"no admission webhook at {path}; this webhook serves POST at: "
+    )
+    assert {MUTATE, VALIDATE, "/queues/validate", "/pods/validate"} <= set(body["paths"])
+    assert all(p in body["error"] for p in body["paths"])
 
 
 async def test_metrics_count_requests_by_code_and_result(client: httpx.AsyncClient) -> None:

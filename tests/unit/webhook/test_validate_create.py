@@ -521,6 +521,26 @@ VOLUME_CASES = [
         ],
         id="volume-claim-name-dns-subdomain",
     ),
+    pytest.param(
+        job(
+            volumes=[
+                {
+                    "mountPath": "/d",
+                    "volumeClaim": {
+                        "accessModes": "ReadWriteOnce",
+                        "resources": {"requests": {"storage": "lots"}},
+                    },
+                }
+            ]
+        ),
+        [
+            'spec.volumes[0].volumeClaim.accessModes: Invalid value: "ReadWriteOnce": must be of '
+            "type array, not string",
+            'spec.volumes[0].volumeClaim.resources.requests[storage]: Invalid value: "lots": must '
+            "be a quantity such as 500m, 2 or 1Gi",
+        ],
+        id="volume-claim-fits-the-pvc-spec-schema",
+    ),
 ]
 
 QUEUE_CASES = [
@@ -957,6 +977,53 @@ TEMPLATE_CASES = [
             "2 or 1Gi"
         ],
         id="quantity-parses",
+    ),
+    pytest.param(
+        with_container(resources={"requests": {"cpu": 0.5, "memory": 1.0}}),
+        [
+            f"{C0}.resources.requests[cpu]: Invalid value: 0.5: must be an integer or a string: "
+            'write a fraction as a string, such as "0.5" or 500m'
+        ],
+        id="quantity-fraction-quoted-as-the-crd-needs",
+    ),
+    pytest.param(
+        with_container(resources={"requests": {"cpu": " 1", "memory": "1K", "gpu": "1e3"}}),
+        [
+            f'{C0}.resources.requests[cpu]: Invalid value: " 1": must be a quantity such as 500m, '
+            "2 or 1Gi",
+            f'{C0}.resources.requests[memory]: Invalid value: "1K": must be a quantity such as '
+            "500m, 2 or 1Gi",
+        ],
+        id="quantity-matches-the-crd-pattern",
+    ),
+    pytest.param(
+        with_pod(
+            {
+                "containers": [
+                    container(
+                        env=[
+                            {
+                                "name": "CPUS",
+                                "valueFrom": {
+                                    "resourceFieldRef": {"resource": "limits.cpu", "divisor": "x"}
+                                },
+                            }
+                        ]
+                    )
+                ],
+                "overhead": {"cpu": "some"},
+                "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "big"}}],
+            }
+        ),
+        [
+            f'{C0}.env[0].valueFrom.resourceFieldRef.divisor: Invalid value: "x": must be a '
+            "quantity such as 500m, 2 or 1Gi",
+            f'{TEMPLATE}.overhead[cpu]: Invalid value: "some": must be a quantity such as 500m, '
+            "2 or 1Gi",
+            f'{TEMPLATE}.volumes[0].emptyDir.sizeLimit: Invalid value: "big": must be a quantity '
+            "such as 500m, 2 or 1Gi",
+        ],
+        id="every-quantity-of-the-pod-template",
     ),
     pytest.param(
         with_container(resources={"requests": {"memory": "-1Gi"}}),
