@@ -191,6 +191,11 @@ class Applier:
             if lingering is not None:
                 lingering.setdefault("kind", ref.kind)
                 self._cache.store_written(ref.kind, lingering)
+            elif ref.kind != "Pod":
+                # Read-your-deletes: the object is gone (or was already). An unwatched kind
+                # (Secrets) has no watch to say so, and the next round would delete it again.
+                # Pods wait for their watch, which records why they went (a PodEdge).
+                self._cache.forget_deleted(ref.kind, ref.namespace, ref.name)
         if failure is not None:
             raise failure
 

@@ -169,6 +169,32 @@ def test_a_deleted_command_is_gone_from_the_cache_before_the_watch_says_so(setup
     assert cache.view("ns/j").commands == []
 
 
+def test_a_deleted_secret_is_gone_from_the_cache_though_no_watch_reports_it(setup: Any) -> None:
+    """Secrets are not watched: without read-your-deletes the ssh Secret of a finished job
+    stays in the cache and every round deletes it again (a 404 loop)."""
+    applier, kube, cache, _metrics, job = setup
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "j-ssh", "namespace": "ns", "labels": {"volcano.sh/job-name": "j"}},
+    }
+    cache.store_written("Secret", secret)
+    assert [c["metadata"]["name"] for c in cache.view("ns/j").children] == ["j-ssh"]
+    applier.apply(job, Plan(delete=[ObjectRef("v1", "Secret", "ns", "j-ssh")]))
+    assert ("delete", "secrets", "j-ssh") in kube.calls
+    assert cache.view("ns/j").children == []
+
+
+def test_a_deleted_pod_waits_for_its_watch_to_leave_the_cache(setup: Any) -> None:
+    """A pod's disappearance is recorded from the watch, with why it went (a PodEdge)."""
+    applier, kube, cache, _metrics, job = setup
+    pod = kube.put(PODS, pod_body("j-w-0"))
+    cache.upsert("Pod", pod)
+    applier.apply(job, Plan(delete=[ObjectRef("v1", "Pod", "ns", "j-w-0")]))
+    assert [p["metadata"]["name"] for p in cache.view("ns/j").pods] == ["j-w-0"]
+    assert cache.take_edges("ns/j") == []
+
+
 def test_already_existing_pods_count_as_created(setup: Any) -> None:
     applier, kube, _cache, metrics, job = setup
     kube.put(PODS, pod_body("j-w-0"))
