@@ -20,9 +20,11 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from localcluster.simulator import podnet, work
+from shared import quantity
 from shared.duration import parse_duration
 from shared.labels import SIM_EXIT_CODE_KEY, SIM_FAIL_AFTER_KEY, SIM_RUNTIME_KEY
 
@@ -30,6 +32,17 @@ START_DELAY = timedelta(seconds=0.5)
 MAX_TERMINATION_GRACE = timedelta(seconds=0.5)
 DEFAULT_GRACE_SECONDS = 30
 KILLED_EXIT_CODE = 137
+
+
+# A pod whose status report was refused is reported again after a delay, doubled at each refusal
+# up to the cap, as a kubelet's status manager retries at its next sync rather than in a loop.
+STATUS_RETRY_FIRST = 1.0
+STATUS_RETRY_MAX = 30.0
+
+
+def status_retry_delay(previous: float | None) -> float:
+    """How long to wait before reporting a pod's status again after a refusal."""
+    return STATUS_RETRY_FIRST if previous is None else min(previous * 2, STATUS_RETRY_MAX)
 
 
 #: Kinds (of group apps) whose pods serve until deleted unless an annotation scripts them.
@@ -184,22 +197,60 @@ def _condition(kind: str, status: bool, at: str, reason: str = "") -> dict[str, 
     return condition
 
 
+#: The resources that decide a pod's QoS class (Kubernetes' supportedQoSComputeResources):
+#: extended resources such as `nvidia.com/gpu` do not count.
+QOS_RESOURCES = ("cpu", "memory")
+
+
 def qos_class(pod: Mapping[str, Any]) -> str:
-    containers = _containers(pod) + list((pod.get("spec") or {}).get("initContainers") or [])
-    requests_set = limits_set = False
+    """The pod's QoS class as a kubelet reports it (Kubernetes' `GetPodQOS`): the class
+    kube-apiserver set in the pod's status when it admitted the pod, else computed as it is
+    there. A status report with another class is refused (`status.qosClass` is immutable)."""
+    stored = (pod.get("status") or {}).get("qosClass")
+    if stored:
+        return str(stored)
+    return compute_qos_class(pod)
+
+
+def compute_qos_class(pod: Mapping[str, Any]) -> str:
+    """Kubernetes' `ComputePodQOS`: only cpu and memory amounts above zero count; pod-level
+    resources, when the spec has them, stand for the containers'."""
+    spec = pod.get("spec") or {}
+    pod_level = spec.get("resources") or {}
+    if pod_level.get("requests") or pod_level.get("limits"):
+        sources: list[Mapping[str, Any]] = [pod_level]
+    else:
+        sources = [
+            container.get("resources") or {}
+            for container in (*_containers(pod), *(spec.get("initContainers") or []))
+        ]
+    requests: dict[str, Decimal] = {}
+    limits: dict[str, Decimal] = {}
     guaranteed = True
-    for container in containers:
-        resources = container.get("resources") or {}
-        requests = resources.get("requests") or {}
-        limits = resources.get("limits") or {}
-        requests_set = requests_set or bool(requests) or bool(limits)
-        limits_set = limits_set or bool(limits)
-        for name in ("cpu", "memory"):
-            if name not in limits or requests.get(name, limits[name]) != limits[name]:
-                guaranteed = False
-    if not requests_set:
+    for source in sources:
+        source_limits = _qos_amounts(source.get("limits"))
+        # As kube-apiserver's defaulting: a resource with a limit and no request requests it.
+        source_requests = {**source_limits, **_qos_amounts(source.get("requests"))}
+        for name, amount in source_requests.items():
+            requests[name] = requests.get(name, Decimal(0)) + amount
+        for name, amount in source_limits.items():
+            limits[name] = limits.get(name, Decimal(0)) + amount
+        if source is not pod_level or pod_level.get("limits"):
+            guaranteed = guaranteed and set(QOS_RESOURCES) <= set(source_limits)
+    if not requests and not limits:
         return "BestEffort"
-    return "Guaranteed" if guaranteed and limits_set else "Burstable"
+    guaranteed = guaranteed and all(limits.get(n) == amount for n, amount in requests.items())
+    return "Guaranteed" if guaranteed and len(requests) == len(limits) else "Burstable"
+
+
+def _qos_amounts(raw: Any) -> dict[str, Decimal]:
+    """The cpu and memory amounts above zero of a resource list."""
+    amounts: dict[str, Decimal] = {}
+    for name in QOS_RESOURCES:
+        amount = quantity.try_parse((raw or {}).get(name)) if isinstance(raw, Mapping) else None
+        if amount is not None and amount > 0:
+            amounts[name] = amount
+    return amounts
 
 
 def _uid(pod: Mapping[str, Any]) -> str:

@@ -150,6 +150,8 @@ class Simulator:
         self.queues = Informer(client, QUEUES, stop, self._wake.set)
         self._assumed_bindings: dict[str, tuple[str, str, datetime]] = {}
         self._times: dict[str, kubelet.PodTimes] = {}
+        # uid -> (monotonic time of the next try, the delay that led to it)
+        self._status_retries: dict[str, tuple[float, float]] = {}
         self._scripts: dict[str, kubelet.Script] = {}
         self._work: dict[work.TaskKey, work.Progress] = {}
         self._threads = [
@@ -426,6 +428,8 @@ class Simulator:
             if self._runtime is not None and self._runtime.handles(pod):
                 self._runtime.sync(pod, nodes.host_ip(node))
                 continue
+            if self._status_retries.get(uid, (0.0, 0.0))[0] > time.monotonic():
+                continue
             step = kubelet.next_step(pod, times, script, nodes.host_ip(node), now)
             if step is None and uid in work_done:
                 step = kubelet.Step(kubelet.Action.FINISH, kubelet.finish_status(pod, 0, now))
@@ -436,6 +440,7 @@ class Simulator:
         for uid in [u for u in self._times if u not in seen]:
             del self._times[uid]
             self._scripts.pop(uid, None)
+            self._status_retries.pop(uid, None)
 
     def _script(self, pod: Mapping[str, Any], uid: str) -> kubelet.Script:
         """The pod's script, read once per pod (with one warning per bad annotation)."""
@@ -468,11 +473,20 @@ class Simulator:
             )
         except ApiError as err:
             if not (err.not_found or err.code == 409):
+                previous = self._status_retries.get(uid)
+                delay = kubelet.status_retry_delay(previous[1] if previous else None)
+                self._status_retries[uid] = (time.monotonic() + delay, delay)
                 log.warning(
                     "pod update failed",
-                    extra={"namespace": namespace, "pod": name, "error": str(err)},
+                    extra={
+                        "namespace": namespace,
+                        "pod": name,
+                        "error": str(err),
+                        "retry_in_seconds": delay,
+                    },
                 )
             return
+        self._status_retries.pop(uid, None)
         if step.action in (kubelet.Action.START, kubelet.Action.RESTART):
             self._times[uid] = replace(self._times[uid], started=now)
         self.pods.observe(updated)

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from localcluster.simulator import podenv, podstatus, probes, volumes
+from localcluster.simulator import kubelet, podenv, podstatus, probes, volumes
 from localcluster.simulator.client import PODS, ApiError, KubeClient
 from localcluster.simulator.images import (
     ImageMapping,
@@ -162,6 +162,8 @@ class PodWorker:
         self._volumes_ready = False
         self._tokens: dict[tuple[str, int], tuple[str, float, float]] = {}
         self._last_status: dict[str, Any] | None = None
+        self._publish_retry_at = 0.0
+        self._publish_retry_delay: float | None = None
         self._terminating_since: float | None = None
 
     # -- loop ---------------------------------------------------------------------------------
@@ -584,15 +586,25 @@ class PodWorker:
             previous=self.pod.get("status") or {},
             at=timestamp(dt.datetime.now(dt.UTC)),
         )
-        if status == self._last_status:
+        if status == self._last_status or time.monotonic() < self._publish_retry_at:
             return
         try:
             self.runtime.client.patch(
                 PODS, self.pod_name, {"status": status}, self.namespace, subresource="status"
             )
         except ApiError as err:
-            log.warning("pod status update failed", extra={"pod": self.pod_name, "error": str(err)})
+            self._publish_retry_delay = kubelet.status_retry_delay(self._publish_retry_delay)
+            self._publish_retry_at = time.monotonic() + self._publish_retry_delay
+            log.warning(
+                "pod status update failed",
+                extra={
+                    "pod": self.pod_name,
+                    "error": str(err),
+                    "retry_in_seconds": self._publish_retry_delay,
+                },
+            )
             return
+        self._publish_retry_delay = None
         self._last_status = status
 
 

@@ -16,6 +16,7 @@ from localcluster.simulator.kubelet import (
     pod_script,
     qos_class,
     start_status,
+    status_retry_delay,
 )
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -233,10 +234,83 @@ def test_finished_pod_stays_finished() -> None:
         pytest.param(
             {"limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed", id="limits for cpu and memory"
         ),
+        pytest.param(
+            {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}},
+            "BestEffort",
+            id="extended resources do not count",
+        ),
+        pytest.param(
+            {
+                "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+                "limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+            },
+            "Guaranteed",
+            id="a gpu beside equal cpu and memory",
+        ),
+        pytest.param({"requests": {"cpu": "0"}}, "BestEffort", id="zero amounts do not count"),
+        pytest.param(
+            {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+            "Burstable",
+            id="requests below limits",
+        ),
+        pytest.param(
+            {
+                "requests": {"cpu": "1000m", "memory": "1024Mi"},
+                "limits": {"cpu": "1", "memory": "1Gi"},
+            },
+            "Guaranteed",
+            id="equal amounts written differently",
+        ),
+        pytest.param({"limits": {"cpu": "1"}}, "Burstable", id="a cpu limit alone"),
     ],
 )
 def test_qos_class(resources: dict[str, Any], qos: str) -> None:
     assert qos_class({"spec": {"containers": [{"name": "c", "resources": resources}]}}) == qos
+
+
+GUARANTEED = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+
+
+@pytest.mark.parametrize(
+    ("pod", "qos"),
+    [
+        pytest.param(
+            {
+                "spec": {"containers": [{"name": "c", "resources": GUARANTEED}]},
+                "status": {"qosClass": "BestEffort"},
+            },
+            "BestEffort",
+            id="the class kube-apiserver stored wins",
+        ),
+        pytest.param(
+            {
+                "spec": {
+                    "containers": [{"name": "c", "resources": GUARANTEED}],
+                    "initContainers": [{"name": "i"}],
+                }
+            },
+            "Burstable",
+            id="an init container without limits",
+        ),
+        pytest.param(
+            {"spec": {"resources": GUARANTEED, "containers": [{"name": "c"}]}},
+            "Guaranteed",
+            id="pod-level resources",
+        ),
+        pytest.param(
+            {
+                "spec": {
+                    "resources": {"requests": {"cpu": "1"}},
+                    "containers": [{"name": "c", "resources": GUARANTEED}],
+                }
+            },
+            "Burstable",
+            id="pod-level resources stand for the containers'",
+        ),
+    ],
+)
+def test_qos_class_of_a_pod(pod: dict[str, Any], qos: str) -> None:
+    assert qos_class(pod) == qos
 
 
 @pytest.mark.parametrize(
@@ -251,3 +325,13 @@ def test_qos_class(resources: dict[str, Any], qos: str) -> None:
 )
 def test_image_repository(image: str, repository: str) -> None:
     assert image_repository(image) == repository
+
+
+@pytest.mark.parametrize(
+    ("previous", "delay"),
+    [(None, 1.0), (1.0, 2.0), (8.0, 16.0), (16.0, 30.0), (30.0, 30.0)],
+)
+def test_a_refused_status_report_waits_longer_each_time(
+    previous: float | None, delay: float
+) -> None:
+    assert status_retry_delay(previous) == delay
