@@ -230,7 +230,7 @@ def run_controller(settings: Settings) -> int:
     configure_logging(settings.log_level, settings.log_format)
 
     try:
-        api_client = load_api_client(settings.kubeconfig)
+        api_client = load_api_client(settings.kubeconfig, component="vcjob-controller")
     except Exception as exc:
         log.error("cannot load the Kubernetes configuration", extra={"error": str(exc)})
         return 2
@@ -300,6 +300,7 @@ def _start_elastic(settings: Settings, controller: Controller, stop: threading.E
         kube=controller.kube,
         min_growth=settings.elastic_min_growth,
         resize_cooldown=settings.elastic_resize_cooldown,
+        list_jobs=controller.jobs,
     )
     controller.on_job_pending(loop.wake)
     threading.Thread(target=loop.run, name="elastic", daemon=True).start()

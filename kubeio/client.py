@@ -13,6 +13,7 @@ one file, so that nothing else needs to know how the Kubernetes client library b
 from __future__ import annotations
 
 import copy
+import importlib.metadata
 import os
 import threading
 import time
@@ -162,7 +163,9 @@ def pooled_copy(api_client: client.ApiClient, pool_size: int) -> client.ApiClien
     (each watch holds a connection for its lifetime, workers and creates need more)."""
     configuration = copy.deepcopy(api_client.configuration)
     configuration.connection_pool_maxsize = pool_size
-    return client.ApiClient(configuration)
+    pooled = client.ApiClient(configuration)
+    pooled.user_agent = api_client.user_agent
+    return pooled
 
 
 # How often a configuration's credential hook runs at most (see `throttle_credential_refresh`).
@@ -332,17 +335,33 @@ def encoded_body(body: Any, content_type: str) -> Any:
     return jsoncodec.dumps(body)
 
 
-def new_api_client(configuration: client.Configuration, pool_size: int = 32) -> client.ApiClient:
+def user_agent(component: str) -> str:
+    """The User-Agent a vcjob process sends (`vcjob-controller/0.1.0 (python)`): kube-apiserver's
+    audit log and its per-client figures tell the processes apart by it."""
+    try:
+        version = importlib.metadata.version("vcjob")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"{component}/{version} (python)"
+
+
+def new_api_client(
+    configuration: client.Configuration, pool_size: int = 32, *, component: str | None = None
+) -> client.ApiClient:
     """An ApiClient over its own copy of `configuration` with a pool of `pool_size` connections
-    (every worker and watch holds one; keep them pooled instead of reconnecting)."""
+    (every worker and watch holds one; keep them pooled instead of reconnecting), sending the
+    `component`'s User-Agent when one is named."""
     own = copy.deepcopy(configuration)
     own.connection_pool_maxsize = pool_size
-    return client.ApiClient(own)
+    api = client.ApiClient(own)
+    if component is not None:
+        api.user_agent = user_agent(component)
+    return api
 
 
-def load_api_client(kubeconfig: str | None) -> client.ApiClient:
+def load_api_client(kubeconfig: str | None, *, component: str | None = None) -> client.ApiClient:
     """An ApiClient from a kubeconfig file, or from the in-cluster service account when None."""
-    return new_api_client(load_configuration(kubeconfig))
+    return new_api_client(load_configuration(kubeconfig), component=component)
 
 
 def _decode(data: bytes) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -179,7 +180,9 @@ class Reflector:
             self._spec.resource,
             resource_version=resource_version,
             label_selector=self._spec.label_selector,
-            timeout_seconds=self._timeout_seconds,
+            # As client-go's reflector: between the timeout and twice it, so that the watches
+            # a process opened together do not all come back at the same moment.
+            timeout_seconds=random.randint(self._timeout_seconds, 2 * self._timeout_seconds),
             on_open=self._opened,
         ):
             self._heartbeat = time.monotonic()

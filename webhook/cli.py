@@ -31,7 +31,9 @@ def _api_client(kubeconfig: Path | None) -> Any:
     """An API client from the kubeconfig, or the in-cluster service account (kubeio's loader)."""
     from kubeio.client import load_api_client
 
-    return load_api_client(str(kubeconfig) if kubeconfig is not None else None)
+    return load_api_client(
+        str(kubeconfig) if kubeconfig is not None else None, component="vcjob-webhook"
+    )
 
 
 def _start_self_managed_certs(

@@ -27,6 +27,7 @@ from controller.elastic.decide.plan import (
     ElasticSettings,
     ScaleDecision,
     fulfillment_score,
+    has_elastic_work,
     plan_elastic,
 )
 from controller.elastic.decide.views import (
@@ -192,10 +193,14 @@ class ElasticLoop:
         resize_cooldown: float = 0.0,
         min_spacing: float = DEFAULT_MIN_SPACING,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        list_jobs: Callable[[], list[WireObject]] | None = None,
     ) -> None:
+        """`list_jobs`: the Jobs as a watch-fed cache holds them (the job controller's), read
+        every round; without it each round lists them from the API."""
         if period_seconds <= 0:
             raise ValueError(f"the elastic period must be positive, got {period_seconds}")
         self._kube = kube or Kube(api_client)
+        self._list_jobs = list_jobs or (lambda: self._kube.list(JOBS)[0])
         self._period = period_seconds
         self._dry_run = dry_run
         self._settings = ElasticSettings(
@@ -254,7 +259,7 @@ class ElasticLoop:
 
     def run_round(self) -> list[ScaleDecision]:
         """One round: returns the decisions planned (applied unless dry run)."""
-        jobs, _ = self._kube.list(JOBS)
+        jobs = self._list_jobs()
         views: list[ElasticJobView] = []
         by_key: dict[tuple[str, str], WireObject] = {}
         for job in jobs:
@@ -265,8 +270,8 @@ class ElasticLoop:
                 continue
             views.append(view)
             by_key[(view.namespace, view.name)] = job
-        if not any(task.is_elastic for view in views for task in view.tasks):
-            # On by default: a cluster without elastic jobs costs one list per period.
+        if not has_elastic_work(views):
+            # On by default: a cluster without running elastic jobs costs no request.
             self.metrics.rounds.inc()
             return []
         nodes, _ = self._kube.list(NODES)

@@ -94,7 +94,7 @@ class KubeClient:
         attempts: int = 8,
         timeout: float = 5.0,
     ) -> None:
-        self._api_client = load_api_client(str(kubeconfig))
+        self._api_client = load_api_client(str(kubeconfig), component="vcjob-node-agent")
         self.server = str(self._api_client.configuration.host).rstrip("/")
         self._kube = Kube(self._api_client, qps=0, request_timeout=timeout)
         self._attempts = attempts

@@ -260,6 +260,15 @@ def _is_blocked(job: ElasticJobView, pods: Mapping[UnitKey, list[PodView]]) -> b
     return started < job.minimum
 
 
+def has_elastic_work(views: Sequence[ElasticJobView]) -> bool:
+    """Whether a round has anything to plan: an elastic task in a job that is still planned
+    (a finished job's elastic task neither grows nor gives). Without one, the loop reads no
+    nodes or pods."""
+    return any(
+        task.is_elastic for view in views if view.phase in PLANNED_PHASES for task in view.tasks
+    )
+
+
 def plan_elastic(
     jobs: Sequence[ElasticJobView],
     nodes: Sequence[NodeView],

@@ -205,6 +205,11 @@ class Cache:
         with self._lock:
             return self._objects[JOB].get(key)
 
+    def jobs(self) -> list[WireObject]:
+        """Every Job held (shared objects: readers must not mutate them)."""
+        with self._lock:
+            return list(self._objects[JOB].values())
+
     def job_keys(self) -> list[str]:
         with self._lock:
             return list(self._objects[JOB])

@@ -217,6 +217,12 @@ class Controller:
     def _caches_synced(self) -> bool:
         return all(r.synced for r in self.reflectors)
 
+    def jobs(self) -> list[dict[str, Any]]:
+        """Every Job: from the cache once the watches have synced (no request), else listed."""
+        if self._caches_synced():
+            return self.cache.jobs()
+        return self.kube.list(JOBS)[0]
+
     def wait_synced(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         return all(r.wait_synced(max(0.0, deadline - time.monotonic())) for r in self.reflectors)

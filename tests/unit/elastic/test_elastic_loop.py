@@ -246,6 +246,49 @@ def test_without_elastic_jobs_a_round_lists_only_the_jobs() -> None:
     assert [plural for verb, plural, _ in kube.calls if verb == "list"] == ["jobs"]
 
 
+def test_finished_elastic_jobs_read_from_a_cache_cost_no_request() -> None:
+    """An idle cluster: the elastic jobs have finished, the Jobs come from the controller's
+    watch-fed cache, so a round sends nothing to the API server."""
+    jobs = [elastic_job("done", 2, phase="Completed"), elastic_job("failed", 2, phase="Failed")]
+    kube = api({NODES: [gpu_node("n", 8)]})
+    loop = ElasticLoop(
+        ApiClient(),
+        0.01,
+        False,
+        1,
+        GPU,
+        lambda: True,
+        threading.Event(),
+        registry=CollectorRegistry(),
+        kube=kube,
+        now=lambda: NOW,
+        list_jobs=lambda: jobs,
+    )
+    assert loop.run_round() == []
+    assert kube.calls == []
+
+
+def test_a_running_elastic_job_from_the_cache_is_planned() -> None:
+    jobs = [elastic_job("a", 1)]
+    kube = api({JOBS: jobs, NODES: [gpu_node("n", 8)]})
+    kube.calls.clear()
+    loop = ElasticLoop(
+        ApiClient(),
+        0.01,
+        False,
+        1,
+        GPU,
+        lambda: True,
+        threading.Event(),
+        registry=CollectorRegistry(),
+        kube=kube,
+        now=lambda: NOW,
+        list_jobs=lambda: [kube.stored(JOBS, "default", "a")],
+    )
+    assert [(d.job, d.task) for d in loop.run_round()] == [("a", "worker")]
+    assert [plural for verb, plural, _ in kube.calls if verb == "list"] == ["nodes", "pods"]
+
+
 def test_the_resize_time_joins_the_annotations_a_job_already_has() -> None:
     job = elastic_job("a", 2)
     job["metadata"]["annotations"] = {"team": "x", RESIZED_AT_KEY: '{"ps":"2026-01-01T11:00:00Z"}'}

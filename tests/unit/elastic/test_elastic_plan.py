@@ -22,7 +22,7 @@ from elastic_builders import (
     task,
 )
 
-from controller.elastic.decide.plan import ElasticSettings, plan_elastic
+from controller.elastic.decide.plan import ElasticSettings, has_elastic_work, plan_elastic
 from controller.elastic.decide.views import ElasticJobView, NodeView, PodView
 
 
@@ -364,3 +364,27 @@ def test_a_waiting_job_gives_nothing_to_a_later_one() -> None:
     later = job("c", fixed(1, gpu=1), phase="Pending", created="2026-01-01T00:00:02Z")
     jobs = [running, waiting, later]
     assert plan_elastic(jobs, gpu_nodes(3, gpu=3), pods_of_all(jobs), ElasticSettings()) == []
+
+
+@pytest.mark.parametrize(
+    ("views", "work"),
+    [
+        pytest.param([], False, id="no jobs"),
+        pytest.param([job("a", fixed(2))], False, id="no elastic task"),
+        pytest.param([job("a", task(2))], True, id="a running elastic task"),
+        pytest.param([job("a", task(2), phase="Pending")], True, id="a pending elastic task"),
+        pytest.param([job("a", task(2), phase="Restarting")], True, id="a restarting one"),
+        pytest.param(
+            [job("a", task(2), phase="Completed"), job("b", task(2), phase="Failed")],
+            False,
+            id="only finished elastic jobs",
+        ),
+        pytest.param(
+            [job("a", task(2), phase="Aborted"), job("b", fixed(1))],
+            False,
+            id="an aborted elastic job and a fixed one",
+        ),
+    ],
+)
+def test_has_elastic_work(views: list[ElasticJobView], work: bool) -> None:
+    assert has_elastic_work(views) is work
