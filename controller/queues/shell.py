@@ -36,6 +36,12 @@ QUEUES: Final = Resource(
     labels.SCHEDULING_GROUP, labels.SCHEDULING_VERSION, "queues", labels.QUEUE_KIND, False
 )
 MAX_REQUEUES: Final = 15
+
+
+class QueueNotSeenYetError(Exception):
+    """The API has the Queue a Command targets, the watch has not delivered it yet."""
+
+
 # PodGroup changes reach a queue's status after this delay: a burst of new jobs is counted
 # in one status write instead of one per PodGroup (the counts are a summary, not a decision).
 PODGROUP_COALESCE_SECONDS: Final = 0.5
@@ -154,6 +160,13 @@ class QueueController(KeyWorkers):
 
     def sync(self, name: str) -> None:
         queue = self.queues.get(name)
+        if queue is None:
+            with self._lock:
+                waiting = bool(self._actions.get(name))
+            if waiting and self.kube.get_or_none(QUEUES, None, name) is not None:
+                # A Command for a Queue created a moment ago can come before the Queue's own
+                # watch event: keep its action for the retry instead of dropping it.
+                raise QueueNotSeenYetError(f"queue {name} is not in the cache yet")
         if queue is None or (queue.get("metadata") or {}).get("deletionTimestamp"):
             with self._lock:
                 self._actions.pop(name, None)

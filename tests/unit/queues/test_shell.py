@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controller.queues.decide import StateError
-from controller.queues.shell import QueueController
+from controller.queues.shell import QueueController, QueueNotSeenYetError
 from kubeio.client import COMMANDS, QUEUES
 from kubeio.events import EventRecorder
 from tests.support import FakeKube
@@ -102,6 +102,29 @@ def test_a_command_already_gone_is_not_carried_out(setup: Any) -> None:
     controller._take_command("command:default/c1")
     controller.sync("q")
     assert _state(controller, "q") == "Open"
+
+
+def test_a_command_for_a_queue_not_watched_yet_is_kept_for_the_retry(setup: Any) -> None:
+    """`vcjob queue create -S Closed` creates the Queue and at once a CloseQueue Command; the
+    Command's watch event may come first."""
+    controller, kube = setup
+    kube.put(QUEUES, queue("q"))  # in the API, not yet in the informer
+    controller.commands.put(kube.put(COMMANDS, command("c1", "CloseQueue", "q")))
+    controller._take_command("command:default/c1")
+    with pytest.raises(QueueNotSeenYetError):
+        controller.sync("q")
+    given(controller, kube, queue("q", "Open"))
+    controller.sync("q")
+    assert _state(controller, "q") == "Closed"
+
+
+def test_a_command_for_a_queue_that_is_gone_is_dropped(setup: Any) -> None:
+    controller, kube = setup
+    controller.commands.put(kube.put(COMMANDS, command("c1", "CloseQueue", "q")))
+    controller._take_command("command:default/c1")
+    controller.sync("q")
+    assert controller.queues.get("q") is None
+    assert [c for c in kube.changes() if c[0] != "delete"] == []
 
 
 def test_opening_under_a_closed_parent_fails_and_is_kept(setup: Any) -> None:
