@@ -73,8 +73,21 @@ def missing_pod_group(job: Mapping[str, Any]) -> str:
     return "none yet"
 
 
-def unblock_hint(reason: str, job: Mapping[str, Any], queue_name: str) -> str:
+#: How the gang scheduler ends a message about a pod larger than every node.
+NO_NODE_FITS = "no node can run it"
+
+
+def unblock_hint(
+    reason: str, job: Mapping[str, Any], queue_name: str, *, no_node_fits: bool = False
+) -> str:
+    """What to do about `reason`; `no_node_fits`: a pod is larger than every node, so freeing
+    or adding capacity of the same size would not help."""
     namespace = _get(job, "metadata", "namespace") or "default"
+    if reason == "Unschedulable" and no_node_fits:
+        return (
+            "ask for less per pod (requests), or add a node at least as large as the pod named "
+            "above: freeing capacity elsewhere does not help"
+        )
     hints = {
         "QueueClosed": f"open the queue: vcjob queue operate -n {queue_name} -a open",
         "QueueMissing": f"create the queue: vcjob queue create -n {queue_name}",
@@ -203,7 +216,12 @@ def explain(facts: WhyFacts) -> str:
         job_events += _events_of(facts.events, "PodGroup", _name(pg))
     for event in job_events:
         out.append(f"Event {event.get('reason')}: {event.get('message')}")
-    hint = unblock_hint(reason, job, queue_name)
+    no_node_fits = NO_NODE_FITS in message or any(
+        NO_NODE_FITS in str(cond.get("message") or "")
+        for cond in _get(pg, "status", "conditions") or []
+        if cond.get("type") == "Unschedulable" and cond.get("status") == "True"
+    )
+    hint = unblock_hint(reason, job, queue_name, no_node_fits=no_node_fits)
     if hint:
         out.append(f"To unblock: {hint}")
     elif phase in ("Pending",):

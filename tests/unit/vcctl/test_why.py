@@ -92,6 +92,31 @@ def test_a_job_too_large_for_the_cluster() -> None:
     assert lines[-1].startswith("To unblock: free or add capacity")
 
 
+def test_a_pod_larger_than_every_node_is_not_told_to_free_capacity() -> None:
+    """Another node of the same size would not help: the hint says to ask for less per pod."""
+    too_large = (
+        "pod big-w-0 requests cpu 64 but the largest node has 8 allocatable: no node can run it"
+    )
+    group = {
+        **GROUP,
+        "status": {
+            "phase": "Inqueue",
+            "conditions": [{"type": "Unschedulable", "status": "True", "message": too_large}],
+        },
+    }
+    text = explain(
+        WhyFacts(
+            job("Pending", "Unschedulable", "pod big-w-0: 0/2 nodes are available"),
+            group,
+            QUEUE,
+            [STUCK_POD],
+            [],
+        )
+    )
+    assert f"  Unschedulable: {too_large}" in text.splitlines()
+    assert text.splitlines()[-1].startswith("To unblock: ask for less per pod (requests)")
+
+
 def test_a_missing_queue_and_no_pod_group() -> None:
     text = explain(WhyFacts(job("Pending", "QueueMissing", "queue q1 does not exist")))
     assert "Queue q1: does not exist" in text.splitlines()
