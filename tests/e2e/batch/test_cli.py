@@ -28,7 +28,13 @@ def _phase(cluster: LocalCluster, namespace: str, name: str) -> str | None:
 def test_job_lifecycle_through_the_cli(cluster: LocalCluster, namespace: str) -> None:
     ran = run_script(cluster, "vcjob", "job", "run", "-N", "hello", "-n", namespace, "-r", "2")
     assert (ran.returncode, ran.stdout.strip()) == (0, "run job hello successfully"), ran.stderr
-    wait_for(lambda: _phase(cluster, namespace, "hello"), lambda p: p == "Running", "Running")
+    # The listings below are compared with each other: wait until the counts they show stop
+    # moving (both pods Running), not only for the phase, which turns Running at minAvailable.
+    wait_for(
+        lambda: get_json(cluster, "vcjob", "hello", "-n", namespace).get("status") or {},
+        lambda s: (s.get("state") or {}).get("phase") == "Running" and s.get("running") == 2,
+        "Running with both pods running",
+    )
 
     listed = run_script(cluster, "vcjob", "job", "list", "-n", namespace)
     assert listed.returncode == 0, listed.stderr
@@ -42,6 +48,7 @@ def test_job_lifecycle_through_the_cli(cluster: LocalCluster, namespace: str) ->
         "2",
         "1",
     )
+    assert (cells[6], cells[7]) == ("0", "2"), listed.stdout
 
     # The same through kubectl's plugin mechanism: `kubectl-vcjob` on PATH.
     plugin = run_script(cluster, "kubectl", "vcjob", "job", "list", "-n", namespace)
