@@ -77,6 +77,16 @@ def missing_pod_group(job: Mapping[str, Any]) -> str:
 NO_NODE_FITS = "no node can run it"
 
 
+def unseen_by_scheduler(pod_group: Mapping[str, Any] | None) -> bool:
+    """A Pending PodGroup without a condition: a gang scheduler that looks at a group either
+    admits it or says why not, so none has looked at this one (it may not be running)."""
+    return (
+        pod_group is not None
+        and (_get(pod_group, "status", "phase") or "Pending") == "Pending"
+        and not _get(pod_group, "status", "conditions")
+    )
+
+
 def unblock_hint(
     reason: str, job: Mapping[str, Any], queue_name: str, *, no_node_fits: bool = False
 ) -> str:
@@ -224,6 +234,13 @@ def explain(facts: WhyFacts) -> str:
     hint = unblock_hint(reason, job, queue_name, no_node_fits=no_node_fits)
     if hint:
         out.append(f"To unblock: {hint}")
+    elif phase in ("Pending",) and unseen_by_scheduler(pg):
+        scheduler = str(spec.get("schedulerName") or "volcano")
+        out.append(
+            f"To unblock: no scheduler has looked at the PodGroup yet (no condition on it): is "
+            f"the {scheduler!r} scheduler running? (on `vcjob local up`, the node agent: "
+            "logs/simulator.log)"
+        )
     elif phase in ("Pending",):
         out.append("To unblock: nothing found blocking the job; it waits for the scheduler")
     return "\n".join(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import tempfile
 from pathlib import Path
@@ -108,7 +109,7 @@ def main(
             kubelet_port,
             kubelet_dir,
         )
-        kubelet_api.start()
+        simulator.kubelet_port = _serve_kubelet_api(kubelet_api)
         simulator.start()
         stop.wait()
         log.info("simulator stopping")
@@ -116,6 +117,23 @@ def main(
         if processes is not None:
             processes.shutdown()
         simulator.join(timeout=5.0)
+
+
+def _serve_kubelet_api(kubelet_api: KubeletServer) -> int:
+    """Start the kubelet API on its port, or on any free one when that port was taken since it
+    was chosen (the nodes then advertise the new one): without the agent no gang is admitted and
+    no pod runs, so a lost port must not keep it from starting. Returns the port served."""
+    try:
+        return kubelet_api.start()
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        log.warning(
+            "kubelet port taken, serving the kubelet API on another",
+            extra={"port": kubelet_api.port, "error": str(exc)},
+        )
+    kubelet_api.port = 0
+    return kubelet_api.start()
 
 
 if __name__ == "__main__":

@@ -141,7 +141,8 @@ class Simulator:
         self._stop = stop
         self._scheduler_name = scheduler_name
         self._now = now
-        self._kubelet_port = kubelet_port
+        # The port the nodes advertise; the agent moves it when the one it was given is taken.
+        self.kubelet_port = kubelet_port
         self._node_address = node_address
         self._wake = threading.Event()
         self.pods = Informer(client, PODS, stop, self._wake.set)
@@ -168,7 +169,7 @@ class Simulator:
             thread.start()
         log.info(
             "node agent started",
-            extra={"scheduler": self._scheduler_name, "kubelet_port": self._kubelet_port},
+            extra={"scheduler": self._scheduler_name, "kubelet_port": self.kubelet_port},
         )
 
     def join(self, timeout: float) -> None:
@@ -540,7 +541,7 @@ class Simulator:
             updated = self._client.patch(
                 NODES,
                 name,
-                nodes.status_update(node, self._now(), self._kubelet_port, self._node_address),
+                nodes.status_update(node, self._now(), self.kubelet_port, self._node_address),
                 subresource="status",
             )
         except ApiError as err:

@@ -117,6 +117,17 @@ def test_a_pod_larger_than_every_node_is_not_told_to_free_capacity() -> None:
     assert text.splitlines()[-1].startswith("To unblock: ask for less per pod (requests)")
 
 
+def test_a_pod_group_no_scheduler_has_looked_at() -> None:
+    """The node agent (the stand-in gang scheduler) not running: the group has no condition."""
+    group = {**GROUP, "status": {"phase": "Pending"}}
+    text = explain(WhyFacts(job("Pending"), group, QUEUE, [], []))
+    assert text.splitlines()[-1] == (
+        "To unblock: no scheduler has looked at the PodGroup yet (no condition on it): is the "
+        "'volcano' scheduler running? (on `vcjob local up`, the node agent: logs/simulator.log)"
+    )
+    assert "nothing found blocking" in explain(WhyFacts(job("Pending"), GROUP, QUEUE, [], []))
+
+
 def test_a_missing_queue_and_no_pod_group() -> None:
     text = explain(WhyFacts(job("Pending", "QueueMissing", "queue q1 does not exist")))
     assert "Queue q1: does not exist" in text.splitlines()
