@@ -277,7 +277,19 @@ async def serve(
             extra={name: _bound_port(server) for name, server in servers.items()},
         )
 
-    serving = [asyncio.create_task(s.serve(), name=name) for name, s in servers.items()]
+    certificate: list[bool] = []
+
+    async def serve_tls() -> None:
+        """The admission server, once its certificate files load (an empty Secret is waited
+        for, with health served meanwhile and /readyz false, instead of a failed start)."""
+        if await reloader.loadable(max(settings.cert_reload_interval, 0.1), stop):
+            certificate.append(True)
+            await servers["webhook"].serve()
+
+    serving = [
+        asyncio.create_task(serve_tls() if name == "webhook" else s.serve(), name=name)
+        for name, s in servers.items()
+    ]
     helpers = [
         asyncio.create_task(announce()),
         asyncio.create_task(reloader.run(settings.cert_reload_interval, stop)),
@@ -290,7 +302,8 @@ async def serve(
         for task in done:
             if task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
-        if any(s.started is False for s in servers.values()):
+        expected = [s for name, s in servers.items() if name != "webhook" or certificate]
+        if any(s.started is False for s in expected):
             raise RuntimeError("a webhook listener failed to start (is the port in use?)")
     finally:
         stop.set()

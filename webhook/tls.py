@@ -63,6 +63,25 @@ class CertReloader:
         self.context = harden(default())
         return self.context
 
+    def problem(self) -> str | None:
+        """Why the files do not hold a serving pair (yet), or None when they load: a Secret made
+        empty, to be filled by another tool, reaches a Pod as empty files."""
+        for path in (self.cert_file, self.key_file):
+            try:
+                size = path.stat().st_size
+            except OSError as exc:
+                return f"{path}: {exc.strerror or exc}"
+            if size == 0:
+                return f"{path} is empty"
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(self.cert_file, self.key_file)
+        except (ssl.SSLError, OSError) as exc:
+            return (
+                f"{self.cert_file} and {self.key_file} are not a PEM certificate and its key "
+                f"({exc})"
+            )
+        return None
+
     def check(self) -> bool:
         """Reload when the files changed and the new pair is valid; True when reloaded."""
         signature = self._current_signature()
@@ -81,6 +100,26 @@ class CertReloader:
         self._signature = signature
         self.reloads += 1
         log.info("serving certificate reloaded", extra={"cert_file": str(self.cert_file)})
+        return True
+
+    async def loadable(self, interval: float, stop: asyncio.Event) -> bool:
+        """Wait until the files hold a serving pair (True), checking every `interval` seconds,
+        or until `stop` (False). What is missing is said once, and again when it changes."""
+        said: str | None = None
+        while (problem := self.problem()) is not None:
+            if problem != said:
+                log.warning(
+                    "waiting for the serving certificate; the TLS listener starts once it loads",
+                    extra={"problem": problem, "retry_seconds": interval},
+                )
+                said = problem
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=interval)
+            except TimeoutError:
+                continue
+            return False
+        if said is not None:
+            log.info("serving certificate found", extra={"cert_file": str(self.cert_file)})
         return True
 
     async def run(self, interval: float, stop: asyncio.Event) -> None:
