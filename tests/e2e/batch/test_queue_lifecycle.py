@@ -42,8 +42,20 @@ def test_close_then_reopen_a_queue_with_a_running_job(
     listed = run_script(cluster, "vcjob", "queue", "get", "-n", queue)
     assert listed.stdout.splitlines()[1].split()[:3] == [queue, "2", "Closing"]
 
+    # The webhook judges a job's queue by its own watch of the Queues, which may be a moment
+    # behind the state read above: a server-side dry run shows when it has seen Closing too.
+    second = job_manifest("second", queue)
+    wait_for(
+        lambda: (
+            cluster.kubectl(
+                "create", "-n", namespace, "--dry-run=server", "-f", "-", input=second, check=False
+            ).stderr
+        ),
+        lambda stderr: "Closing" in stderr,
+        "the webhook to see the queue Closing",
+    )
     with pytest.raises(ToolError) as denied:
-        cluster.kubectl("create", "-n", namespace, "-f", "-", input=job_manifest("second", queue))
+        cluster.kubectl("create", "-n", namespace, "-f", "-", input=second)
     assert "Closing" in denied.value.stderr and "spec.queue" in denied.value.stderr
 
     cluster.kubectl("delete", "vcjob", "first", "-n", namespace)
@@ -52,7 +64,17 @@ def test_close_then_reopen_a_queue_with_a_running_job(
     opened = run_script(cluster, "vcjob", "queue", "operate", "-n", queue, "-a", "open")
     assert opened.returncode == 0, opened.stderr
     wait_for(lambda: _state(cluster, queue), lambda s: s == "Open", "Open again")
-    cluster.kubectl("create", "-n", namespace, "-f", "-", input=job_manifest("third", queue))
+    third = job_manifest("third", queue)
+    wait_for(
+        lambda: (
+            cluster.kubectl(
+                "create", "-n", namespace, "--dry-run=server", "-f", "-", input=third, check=False
+            ).returncode
+        ),
+        lambda code: code == 0,
+        "the webhook to see the queue Open again",
+    )
+    cluster.kubectl("create", "-n", namespace, "-f", "-", input=third)
 
     # Foreground: the Job is gone only with its PodGroup, and a queue with PodGroups stays.
     cluster.kubectl("delete", "vcjob", "third", "-n", namespace, "--cascade=foreground")

@@ -135,8 +135,14 @@ def test_install_runs_the_chart_processes(installed: LocalCluster) -> None:
         status = pod["status"]["containerStatuses"][0]
         assert status["ready"] and status["containerID"].startswith("vcjob://"), pod["metadata"]
         assert pod["status"]["podIP"].startswith("10.244.")
-    logs = installed.kubectl("logs", "-n", NAMESPACE, "deploy/vcjob-controller", "--tail", "50")
-    assert "leadership acquired" in logs.stdout
+    # Ready means caches synced, not leading: the election may still be under way.
+    wait_for(
+        "the controller to take the lead",
+        lambda: (
+            "leadership acquired"
+            in installed.kubectl("logs", "-n", NAMESPACE, "deploy/vcjob-controller").stdout
+        ),
+    )
     mutating = kubectl_json(installed, "mutatingwebhookconfiguration", "vcjob-mutating-webhook")
     assert mutating["webhooks"][0]["clientConfig"].get("caBundle")
 
@@ -333,8 +339,16 @@ def test_scaling_suspending_and_ttl(installed: LocalCluster, tmp_path: Path) -> 
         subprocess.run(command, check=True, timeout=60)
         wait_for(f"job scaled to be {' or '.join(phases)} after {action}",
                  lambda phases=phases: job_phase(installed, "scaled") in phases)  # fmt: skip
-    events = kubectl_json(installed, "events", "--field-selector", "involvedObject.name=scaled")
-    assert any(int(e.get("count") or 1) > 1 for e in events["items"]), "no event was repeated"
+    # Events are written after the status that shows the phase: wait for the repeat.
+    wait_for(
+        "an event of the job repeated (counted on the first)",
+        lambda: any(
+            int(e.get("count") or 1) > 1
+            for e in kubectl_json(
+                installed, "events", "--field-selector", "involvedObject.name=scaled"
+            )["items"]
+        ),
+    )
     claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "given"},
            "spec": claim}  # fmt: skip
@@ -409,7 +423,8 @@ def test_certificates_rotate_through_the_secret(installed: LocalCluster) -> None
                 return False
         return True
 
-    wait_for("every webhook pod to serve the new certificate", adopted, timeout=100)
+    # The sync runs a minute after the last one ended; then the pod reloads its files.
+    wait_for("every webhook pod to serve the new certificate", adopted, timeout=180)
     admitted = installed.kubectl("create", "--dry-run=server", "-f", "-", input=job_manifest("x"))
     assert "created (server dry run)" in admitted.stdout
 

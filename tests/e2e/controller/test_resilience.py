@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from localcluster.testing import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-WAIT = 60.0
+WAIT = 120.0
 LEASE_DURATION = 15.0
 _names = itertools.count()
 
@@ -262,14 +263,18 @@ def test_only_the_leader_acts_and_killing_it_hands_over_within_a_lease(steady: H
     wait_for("events of the job", instances)
     assert instances() == {holder}, "only the leader recorded events for the job"
 
-    killed_at = time.monotonic()
+    # The hand-over is timed by the Lease itself: the follower stamps acquireTime when it takes
+    # the Lease over, so neither this test's polling nor its reads on a busy machine add to it.
+    killed_at = datetime.now(UTC)
     leader.kill()
     new_holder = wait_for(
         "a new leader",
         lambda: (h := steady.lease_holder()) and h.endswith(follower.identity_suffix) and h,
-        timeout=LEASE_DURATION + 10,
+        timeout=LEASE_DURATION + 30,
     )
-    handover = time.monotonic() - killed_at
+    lease = retrying(lambda: steady.kube.get(LEASES, "vcjob-system", "vcjob-controller"))
+    acquired = datetime.fromisoformat(str(lease["spec"]["acquireTime"]).replace("Z", "+00:00"))
+    handover = (acquired - killed_at).total_seconds()
     assert handover <= LEASE_DURATION + 1.0, f"hand-over took {handover:.1f}s"
     assert new_holder.endswith(follower.identity_suffix)
     uids = steady.run_job_to_completion(name, 3)

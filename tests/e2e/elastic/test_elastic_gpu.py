@@ -191,16 +191,16 @@ def test_elastic_jobs_share_gpus_with_a_job_that_comes_and_goes(cluster: LocalCl
 
         recorder.wait_for("c to complete", lambda s: s["phase"].get("c") == "Completed", 60)
         recorder.mark("c completed")
-        recorder.wait_for("a and b to grow back to 8 GPUs", lambda s: elastic(s) == 8, 30)
+        recorder.wait_for("a and b to grow back to 8 GPUs", lambda s: elastic(s) == 8, 60)
         recorder.wait_for(
             "8 worker pods running again",
             lambda s: s["running"].get("a", 0) + s["running"].get("b", 0) == 8,
-            30,
+            60,
         )
         # Three more rounds of the autoscaler: nothing moves once the cluster is full.
         rounds = elastic_rounds(cluster)
         testing.wait_until(
-            "three more elastic rounds", lambda: elastic_rounds(cluster) >= rounds + 3, 30
+            "three more elastic rounds", lambda: elastic_rounds(cluster) >= rounds + 3, 60
         )
         assert elastic(recorder.sample()) == 8
 

@@ -99,8 +99,13 @@ def test_the_client_starts_once_the_server_answers(cluster: LocalCluster) -> Non
         lambda found: "svc-client" in found,
         "the client Job, after the server's pod answered",
     )
-    # The server never ends: the probe, not its phase, let the client start.
-    assert jobs["svc-server"]["status"]["state"]["phase"] == "Running"
+    # The server never ends: the probe, not its phase, let the client start. The probe answers
+    # as soon as the pod serves, which may be before the server Job's status says Running.
+    wait_for(
+        lambda: get(cluster, "vcjob", "svc-server"),
+        lambda job: ((job.get("status") or {}).get("state") or {}).get("phase") == "Running",
+        "the server Job Running",
+    )
     (pod,) = [
         p
         for p in get(cluster, "pods")["items"]

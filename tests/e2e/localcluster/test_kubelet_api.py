@@ -149,7 +149,13 @@ def printer(cluster: LocalCluster) -> str:
 
 @pytest.fixture(scope="module")
 def ticker(cluster: LocalCluster) -> str:
+    """A pod that prints a numbered tick every 0.3 s, once it has printed its first."""
     create_ready(cluster, "ticker", pod_manifest("ticker", python_container("main", TICKER)))
+    # Ready comes with the process started, not with its first line written.
+    wait_for(
+        "ticker's first tick",
+        lambda: TICK.search(cluster.kubectl("logs", "ticker", check=False).stdout) is not None,
+    )
     return "ticker"
 
 

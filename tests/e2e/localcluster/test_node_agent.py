@@ -198,8 +198,13 @@ def test_a_pod_whose_affinity_no_node_meets_stays_pending_and_says_why(
     assert waiting["status"]["phase"] == "Pending"
     assert not waiting["spec"].get("nodeName")
     assert condition(waiting, "PodScheduled")["reason"] == "Unschedulable"
-    described = cluster.kubectl("describe", "pod", "nowhere-0", "-n", namespace).stdout
-    assert "FailedScheduling" in described
+    # The scheduler posts its FailedScheduling event after it wrote the condition.
+    described = wait_for(
+        lambda: cluster.kubectl("describe", "pod", "nowhere-0", "-n", namespace).stdout,
+        lambda text: "FailedScheduling" in text,
+        "the FailedScheduling event in kubectl describe",
+        WAIT,
+    )
     assert "didn't match Pod's node affinity/selector" in described
     group = wait_for(
         lambda: get(cluster, "podgroup", "nowhere", "-n", namespace),
@@ -210,9 +215,15 @@ def test_a_pod_whose_affinity_no_node_meets_stays_pending_and_says_why(
     assert condition(group, "Unschedulable")["message"].endswith(
         f"Origin reason is nowhere-0: {reason}"
     )
-    events = get(cluster, "events", "-n", namespace)["items"]
-    assert any(
-        e["reason"] == "Unschedulable" and e["involvedObject"]["kind"] == "PodGroup" for e in events
+    # Likewise the PodGroup's event follows its condition.
+    wait_for(
+        lambda: get(cluster, "events", "-n", namespace)["items"],
+        lambda events: any(
+            e["reason"] == "Unschedulable" and e["involvedObject"]["kind"] == "PodGroup"
+            for e in events
+        ),
+        "the PodGroup's Unschedulable event",
+        WAIT,
     )
     # Once a node carries the label, the pod goes there and nowhere else.
     cluster.kubectl("label", "node", "node-2", "zone=moon")
@@ -231,8 +242,10 @@ def test_a_pod_whose_affinity_no_node_meets_stays_pending_and_says_why(
 def test_a_toleration_lets_a_pod_onto_a_tainted_node(
     cluster: LocalCluster, namespace: str, stray_node: str
 ) -> None:
-    cluster.kubectl("label", "node", "node-3", "pool=special", "--overwrite")
+    # The taint before the label: a scheduler whose view of node-3 already has the label has its
+    # taint too (one object, one watch, in order), so the intolerant pod is never placed there.
     cluster.kubectl("taint", "node", "node-3", "dedicated=special:NoSchedule", "--overwrite")
+    cluster.kubectl("label", "node", "node-3", "pool=special", "--overwrite")
     try:
         selector = {"pool": "special"}
         toleration = {
@@ -253,18 +266,20 @@ def test_a_toleration_lets_a_pod_onto_a_tainted_node(
             WAIT,
         )
         assert placed["spec"]["nodeName"] == "node-3"
+        # node-1 and node-2 lack the label; node-3 and the stray node are tainted. The message
+        # is rewritten each round from the scheduler's view of the nodes, which takes in the
+        # label and the taint a moment after kubectl: wait for the one that names both.
+        reason = (
+            "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, "
+            "2 node(s) had untolerated taint(s)."
+        )
         refused = wait_for(
             lambda: get(cluster, "pod", "intolerant", "-n", namespace),
-            lambda p: bool(condition(p, "PodScheduled").get("message")),
+            lambda p: condition(p, "PodScheduled").get("message") == reason,
             "the intolerant pod's reason",
             WAIT,
         )
         assert not refused["spec"].get("nodeName")
-        # node-1 and node-2 lack the label; node-3 and the stray node are tainted.
-        assert condition(refused, "PodScheduled")["message"] == (
-            "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, "
-            "2 node(s) had untolerated taint(s)."
-        )
     finally:
         cluster.kubectl("taint", "node", "node-3", "dedicated:NoSchedule-", check=False)
         cluster.kubectl("label", "node", "node-3", "pool-", check=False)

@@ -141,8 +141,18 @@ def test_two_pods_on_one_port_get_their_own_addresses_in_the_services_endpointsl
             for address in endpoint["addresses"]
         )
 
+    def endpoints() -> list[str]:
+        subsets = get(cluster, "endpoints", "web").get("subsets") or []
+        return sorted(a["ip"] for s in subsets for a in s.get("addresses") or [])
+
     wait_for(
         "both pods ready in the EndpointSlices", lambda: sliced() == sorted(addresses.values())
+    )
+    # kube-apiserver 1.34's Service proxy reads the Endpoints, which their own controller fills
+    # a moment apart from the EndpointSlices.
+    wait_for(
+        "both pods ready in the Service's Endpoints",
+        lambda: endpoints() == sorted(addresses.values()),
     )
     # kube-apiserver itself reaches the pods: its proxy goes to a pod's address, and to the
     # Service's endpoints (it routes to endpoints, not to the ClusterIP).

@@ -58,10 +58,15 @@ def phase(job: dict[str, Any]) -> str:
 def run_to_completion(kubectl: Kubectl, example: str, name: str) -> tuple[Any, list[Any]]:
     """Create the example, capture its pods while they exist, and wait for Completed."""
     kubectl("create", "-f", str(EXAMPLES / example))
+    # Every pod of the Job, each bound: the gang may be placed before its last pods are made.
+    (manifest,) = [
+        d for d in yaml.safe_load_all((EXAMPLES / example).read_text()) if d and d["kind"] == "Job"
+    ]
+    replicas = sum(int(t.get("replicas", 1)) for t in manifest["spec"]["tasks"])
     pods = wait_for(
         lambda: get(kubectl, "pods", "-l", f"volcano.sh/job-name={name}")["items"],
-        lambda items: items and all(p["spec"].get("nodeName") for p in items),
-        f"{name}'s pods to be bound",
+        lambda items: len(items) == replicas and all(p["spec"].get("nodeName") for p in items),
+        f"{name}'s {replicas} pods to be bound",
     )
     job = wait_for(lambda: get(kubectl, "vcjob", name), lambda j: phase(j) == "Completed", name)
     return job, pods
@@ -104,7 +109,18 @@ def test_podgroup_carries_sub_groups_and_topology(kubectl: Kubectl) -> None:
     assert sub["matchLabelKeys"] == ["volcano.sh/partition-id"]
     assert sub["networkTopology"] == {"mode": "soft", "highestTierAllowed": 1}
     assert group["spec"]["minResources"]["requests.cpu"]
-    service = get(kubectl, "service", "ray-partitions-head-svc")
+    # The plugins' objects are created after the PodGroup, by requests of their own.
+    service = json.loads(
+        wait_for(
+            lambda: (
+                kubectl(
+                    "get", "service", "ray-partitions-head-svc", "-o", "json", check=False
+                ).stdout
+            ),
+            bool,
+            "the ray head's Service",
+        )
+    )
     assert [p["name"] for p in service["spec"]["ports"]] == ["gcs", "dashboard", "client-server"]
 
 

@@ -162,7 +162,13 @@ def test_half_of_a_running_gang_deleted_goes_unknown_and_the_job_restarts(
         assert status["retryCount"] == 1
     finally:
         phases.stop()
-    assert unschedulable_events(cluster, namespace)
+    # The scheduler posts the event after the PodGroup's status: wait for it, not just read.
+    wait_for(
+        lambda: unschedulable_events(cluster, namespace),
+        bool,
+        "the PodGroup's Unschedulable event",
+        WAIT,
+    )
 
     cluster.kubectl("taint", "nodes", "--all", f"{TAINT.split('=')[0]}-")
     wait_for(

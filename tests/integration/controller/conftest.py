@@ -22,7 +22,7 @@ from localcluster.testing import (
     wait_until,
 )
 
-WAIT = 30.0
+WAIT = 60.0
 _names = itertools.count()
 
 
@@ -144,7 +144,9 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = WAIT) -> Any:
 
 
 def still(what: str, check: Callable[[], bool], seconds: float) -> None:
-    """Assert `check` holds for `seconds`."""
+    """Assert `check` holds for `seconds`, read every 0.1 s. The folder's controller resyncs
+    every job every 2 s (`resync_period` above): a window of 2 s or more covers a full resync
+    besides the reactions to the watch events that came before it."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         assert check(), what

@@ -45,6 +45,14 @@ def test_scale_a_running_job_to_zero_and_back(kubelet: Kubelet, job_name: str) -
         lambda: ((kubelet.pod_group(job_name) or {}).get("spec") or {}).get("minMember") == 2,
     )
     # The new pods were Pending for a moment (more than total - minAvailable): the job may have
-    # passed through Pending; with both running it is Running and stays so.
-    kubelet.wait("Running again", lambda: kubelet.phase(job_name) == "Running")
+    # passed through Pending; with both running it is Running and stays so. "Running" alone
+    # may still be the status from before the scale (the controller can write the Pending
+    # one after this test saw the pods); a status that counts both pods running comes after it.
+    kubelet.wait(
+        "Running again, both pods counted running",
+        lambda: (
+            (status := kubelet.job(job_name).get("status") or {}).get("running") == 2
+            and (status.get("state") or {}).get("phase") == "Running"
+        ),
+    )
     kubelet.hold("Running", lambda: kubelet.phase(job_name) == "Running", 3.0)

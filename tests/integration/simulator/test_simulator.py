@@ -15,7 +15,7 @@ from localcluster import testing
 from localcluster.simulator.client import PODGROUPS, PODS, ApiError, KubeClient
 from localcluster.testing import LocalCluster, running_cluster
 
-WAIT = 20.0
+WAIT = 60.0  # generous: two workers each start clusters on a small CI machine
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ on the main resource, Queue rules, the Unschedulable condition and event, Queue 
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -127,18 +126,23 @@ def test_closed_queue_and_capability_refuse_admission(client: KubeClient, namesp
         "Open with one Pending PodGroup",
     )
     client.patch(QUEUES, name, {"status": {"state": "Closed"}}, subresource="status")
-    # The scheduler acts on its watch of Queues: give the change time to arrive, as a user who
-    # closes a queue and submits right after may see one more admission too.
-    time.sleep(3)
+    # The scheduler acts on its watch of Queues, which may be a moment behind (a user who closes
+    # a queue and submits right after may see one more admission too). It says when it has
+    # seen the change: the Pending "big" is judged again every round, and a closed queue is
+    # its first reason, before the capability.
+    closed = f"queue {name} is Closed: it admits no new PodGroups"
+    wait_for(
+        lambda: client.get(PODGROUPS, "big", namespace),
+        lambda g: condition(g, "Unschedulable").get("message") == closed,
+        "the scheduler to see the queue Closed",
+    )
     client.create(PODGROUPS, podgroup("small", name, cpu="500m"), namespace)
     small = wait_for(
         lambda: client.get(PODGROUPS, "small", namespace),
         lambda g: condition(g, "Unschedulable").get("status") == "True",
         "the closed-queue refusal",
     )
-    assert condition(small, "Unschedulable")["message"] == (
-        f"queue {name} is Closed: it admits no new PodGroups"
-    )
+    assert condition(small, "Unschedulable")["message"] == closed
 
 
 def test_queue_status_tracks_allocated_and_phases(client: KubeClient, namespace: str) -> None:

@@ -19,7 +19,7 @@ import pytest
 from localcluster.testing import LocalCluster, running_cluster
 
 VCJOB = str(Path(sys.executable).with_name("vcjob"))
-START_TIMEOUT = 20.0
+START_TIMEOUT = 60.0
 
 
 def issue_certs(out_dir: Path) -> Path:

@@ -116,8 +116,10 @@ def test_a_client_that_hangs_up_is_no_traceback(capfd: Any) -> None:
     not print a BrokenPipe traceback for it (the chart's controller log filled with them)."""
     hung_up = threading.Event()
     answered = threading.Event()
+    checking = threading.Event()
 
     def slow_check() -> tuple[bool, str]:
+        checking.set()
         hung_up.wait(10)
         return True, ""
 
@@ -131,7 +133,7 @@ def test_a_client_that_hangs_up_is_no_traceback(capfd: Any) -> None:
         assert endpoints.health_port is not None
         client = socket.create_connection(("127.0.0.1", endpoints.health_port), timeout=5)
         client.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        time.sleep(0.2)  # the request is read and the check is waiting
+        assert checking.wait(10), "the request is read and the check is waiting"
         # Close with a reset, as a timed-out probe's kernel does once the pod is gone.
         client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         client.close()
