@@ -13,6 +13,7 @@ import pytest
 
 from localcluster.testing import LocalCluster
 from localcluster.tools import PROJECT_ROOT
+from shared import certgen
 from webhook.selfcerts import SelfManagedCerts, service_dns_names
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -51,6 +52,10 @@ def test_install_upgrade_uninstall(cluster: LocalCluster, helm: Any, tmp_path: P
     make_fresh(cluster)
     installed = helm("install", "vcjob", CHART, "-n", NAMESPACE, "--create-namespace")
     assert "helm test vcjob -n vcjob-system" in installed.stdout  # NOTES.txt
+    # kube-apiserver warns about an empty kubernetes.io/tls Secret (Go's tls.X509KeyPair): the
+    # placeholder the webhook fills is Opaque.
+    assert "PEM data" not in installed.stderr, installed.stderr
+    assert get(cluster, "-n", NAMESPACE, "secret", "vcjob-webhook-tls")["type"] == "Opaque"
 
     for crd in CRDS:
         annotations = get(cluster, "crd", crd)["metadata"]["annotations"]
@@ -115,6 +120,35 @@ def test_install_upgrade_uninstall(cluster: LocalCluster, helm: Any, tmp_path: P
     assert not exists(cluster, "clusterrole", "vcjob-webhook")
     for crd in CRDS:
         assert exists(cluster, "crd", crd), f"{crd} must survive uninstall (crds.keep)"
+
+
+def test_an_upgrade_keeps_the_type_of_a_kubernetes_io_tls_secret(
+    cluster: LocalCluster, helm: Any
+) -> None:
+    """Releases installed by earlier charts hold a kubernetes.io/tls Secret; a Secret's type is
+    immutable, so the chart keeps the type it finds instead of failing the upgrade."""
+    namespace, release = "vcjob-tlstype", "tlstype"
+    options = ["--set", "crds.enabled=false", "--set", "queue.createDefault=false"]
+    helm("install", release, CHART, "-n", namespace, "--create-namespace", *options)
+    try:
+        name = "tlstype-vcjob-webhook-tls"
+        secret = get(cluster, "-n", namespace, "secret", name)
+        pair = certgen.issue([f"tlstype-vcjob-webhook.{namespace}.svc"]).serving
+        secret["type"] = "kubernetes.io/tls"
+        secret["data"] = {
+            "tls.crt": base64.b64encode(pair.cert_pem).decode(),
+            "tls.key": base64.b64encode(pair.key_pem).decode(),
+        }
+        for key in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+            secret["metadata"].pop(key, None)
+        cluster.kubectl("delete", "secret", name, "-n", namespace)
+        cluster.kubectl("create", "-f", "-", input=json.dumps(secret))
+        upgraded = helm("upgrade", release, CHART, "-n", namespace, *options)
+        assert "PEM data" not in upgraded.stderr, upgraded.stderr
+        kept = get(cluster, "-n", namespace, "secret", name)
+        assert (kept["type"], kept["data"]) == ("kubernetes.io/tls", secret["data"])
+    finally:
+        helm("uninstall", release, "-n", namespace)
 
 
 def test_an_existing_default_queue_is_left_as_it_is(cluster: LocalCluster, helm: Any) -> None:

@@ -425,7 +425,10 @@ def test_failure_policies_are_configurable() -> None:
 def test_self_mode_precreates_the_secret_and_passes_the_certs_flags() -> None:
     docs = render()
     secret = one(docs, "Secret", "vcjob-webhook-tls")
-    assert secret["type"] == "kubernetes.io/tls"
+    # Empty until the webhook fills it: as kubernetes.io/tls, kube-apiserver would warn that it
+    # holds no PEM data on every install.
+    assert secret["type"] == "Opaque"
+    assert secret["data"] == {"tls.crt": "", "tls.key": ""}
     args = container(docs, "vcjob-webhook")["args"]
     assert args[0] == "webhook"
     assert arg_value(args, "--certs-mode") == "self"
@@ -831,9 +834,51 @@ def test_helm_test_pod_expects_the_webhook_denial() -> None:
     custom = render("tests.image.repository=registry.example/t", "tests.image.tag=v1")
     other = one(custom, "Pod", "vcjob-test-admission")
     assert other["spec"]["containers"][0]["image"] == "registry.example/t:v1"
-    role = one(docs, "Role", "vcjob-test-admission")
+    role = one(docs, "Role", "vcjob-test")
     assert role["metadata"]["namespace"] == "default"
     assert role["rules"][0]["verbs"] == ["create"]
+
+
+def test_helm_test_has_one_hook_and_leaves_nothing_after_uninstall() -> None:
+    """Helm reports (and with --logs reads the log of) every test hook, and never deletes a hook
+    on uninstall: the Pod is the one hook; its ServiceAccount and grants are release objects,
+    and the Pod, kept for its log, names its ServiceAccount as its owner."""
+    docs = render()
+    hooks = [
+        (d["kind"], d["metadata"]["name"])
+        for d in docs
+        if (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"
+    ]
+    assert hooks == [("Pod", "vcjob-test-admission")]
+    pod = one(docs, "Pod", "vcjob-test-admission")
+    annotations = pod["metadata"]["annotations"]
+    # hook-succeeded would delete the pod before `helm test --logs` reads it.
+    assert annotations["helm.sh/hook-delete-policy"] == "before-hook-creation"
+    assert pod["spec"]["serviceAccountName"] == "vcjob-test"
+    one(docs, "ServiceAccount", "vcjob-test")
+    owner = one(docs, "Role", "vcjob-test-owner")
+    assert owner["metadata"]["namespace"] == NAMESPACE
+    assert owner["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["serviceaccounts"],
+            "resourceNames": ["vcjob-test"],
+            "verbs": ["get"],
+        },
+        {
+            "apiGroups": [""],
+            "resources": ["pods"],
+            "resourceNames": ["vcjob-test-admission"],
+            "verbs": ["patch"],
+        },
+    ]
+    script = pod["spec"]["containers"][0]["args"][0]
+    assert 'read_namespaced_service_account("vcjob-test", namespace)' in script
+    assert '"ownerReferences": [owner]' in script
+    for name in ("vcjob-test", "vcjob-test-owner"):
+        assert one(docs, "RoleBinding", name)["subjects"] == [
+            {"kind": "ServiceAccount", "name": "vcjob-test", "namespace": NAMESPACE}
+        ]
 
 
 @pytest.mark.parametrize(
