@@ -20,7 +20,8 @@ from localcluster.simulator.client import ApiError, KubeClient
 
 log = logging.getLogger("localcluster.up")
 
-STARTUP_TIMEOUT = 40.0
+# Generous: on a busy laptop or a loaded CI machine kube-apiserver alone can take a minute.
+STARTUP_TIMEOUT = 120.0
 
 
 def check_alive(child: Child, stop: threading.Event) -> None:

@@ -37,7 +37,7 @@ from localcluster.simulator.client import (
 )
 from localcluster.tools import TOOLS_BIN, tool_path
 
-STARTUP_TIMEOUT = 60.0
+STARTUP_TIMEOUT = 180.0
 STOP_TIMEOUT = 15.0
 UP_LOG = "local-up.log"
 

@@ -28,7 +28,7 @@ def test_demo_runs_a_job_to_completion_and_shows_a_denial(tmp_path: Path) -> Non
         [sys.executable, "-m", "localcluster.demo", "--dir", str(tmp_path / "demo")],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=420,
         env=env,
         check=False,
     )

@@ -169,7 +169,8 @@ def test_a_gpu_job_on_a_gpu_less_cluster_says_why_it_waits(kubectl: Kubectl) -> 
         "the Unschedulable condition",
     )[0]
     (condition,) = group["status"]["conditions"]
-    assert "insufficient nvidia.com/gpu" in condition["message"]
+    # No node has a GPU at all: more capacity of the same kind would not help.
+    assert "no node has nvidia.com/gpu: no node can run it" in condition["message"]
     events = wait_for(
         lambda: get(kubectl, "events")["items"],
         lambda items: any(e["reason"] == "PodGroupPending" for e in items),
@@ -180,8 +181,8 @@ def test_a_gpu_job_on_a_gpu_less_cluster_says_why_it_waits(kubectl: Kubectl) -> 
     assert pending["involvedObject"]["kind"] == "Job"
     assert pending["message"].startswith(
         f"PodGroup {pending['involvedObject']['namespace']}:gpu-wait unschedulable, reason: "
-        "insufficient nvidia.com/gpu"
     )
+    assert pending["message"].endswith("no node has nvidia.com/gpu: no node can run it")
     assert not get(kubectl, "pods")["items"]
 
 
