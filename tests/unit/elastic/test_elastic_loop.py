@@ -80,6 +80,7 @@ def make_loop(
     leader: bool | Callable[[], bool] = True,
     stop: threading.Event | None = None,
     resize_cooldown: float = 0.0,
+    list_jobs: Callable[[], list[dict[str, Any]]] | None = None,
 ) -> ElasticLoop:
     return ElasticLoop(
         ApiClient(),
@@ -93,6 +94,7 @@ def make_loop(
         kube=kube,
         now=lambda: NOW,
         resize_cooldown=resize_cooldown,
+        list_jobs=list_jobs,
     )
 
 
@@ -251,19 +253,7 @@ def test_finished_elastic_jobs_read_from_a_cache_cost_no_request() -> None:
     watch-fed cache, so a round sends nothing to the API server."""
     jobs = [elastic_job("done", 2, phase="Completed"), elastic_job("failed", 2, phase="Failed")]
     kube = api({NODES: [gpu_node("n", 8)]})
-    loop = ElasticLoop(
-        ApiClient(),
-        0.01,
-        False,
-        1,
-        GPU,
-        lambda: True,
-        threading.Event(),
-        registry=CollectorRegistry(),
-        kube=kube,
-        now=lambda: NOW,
-        list_jobs=lambda: jobs,
-    )
+    loop = make_loop(kube, CollectorRegistry(), list_jobs=lambda: jobs)
     assert loop.run_round() == []
     assert kube.calls == []
 
@@ -272,18 +262,8 @@ def test_a_running_elastic_job_from_the_cache_is_planned() -> None:
     jobs = [elastic_job("a", 1)]
     kube = api({JOBS: jobs, NODES: [gpu_node("n", 8)]})
     kube.calls.clear()
-    loop = ElasticLoop(
-        ApiClient(),
-        0.01,
-        False,
-        1,
-        GPU,
-        lambda: True,
-        threading.Event(),
-        registry=CollectorRegistry(),
-        kube=kube,
-        now=lambda: NOW,
-        list_jobs=lambda: [kube.stored(JOBS, "default", "a")],
+    loop = make_loop(
+        kube, CollectorRegistry(), list_jobs=lambda: [kube.stored(JOBS, "default", "a")]
     )
     assert [(d.job, d.task) for d in loop.run_round()] == [("a", "worker")]
     assert [plural for verb, plural, _ in kube.calls if verb == "list"] == ["nodes", "pods"]
