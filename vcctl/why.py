@@ -95,8 +95,8 @@ def unblock_hint(
     namespace = _get(job, "metadata", "namespace") or "default"
     if reason == "Unschedulable" and no_node_fits:
         return (
-            "ask for less per pod (requests), or add a node at least as large as the pod named "
-            "above: freeing capacity elsewhere does not help"
+            "ask for less per pod (requests), or add a node large enough for the pod the reason "
+            "names: freeing capacity elsewhere does not help"
         )
     hints = {
         "QueueClosed": f"open the queue: vcjob queue operate -n {queue_name} -a open",

@@ -261,7 +261,7 @@ def test_blocked_jobs_name_their_reason(cluster: LocalCluster, namespace: str) -
     expected = {
         "queued": ("QueueClosed", f"open the queue: vcjob queue operate -n {queue} -a open"),
         "nodisk": ("MissingPVC", "create the PersistentVolumeClaim"),
-        "huge": ("Unschedulable", "free or add capacity"),
+        "huge": ("Unschedulable", "ask for less per pod (requests)"),
     }
     for name, (reason, hint) in expected.items():
         st = wait_for(
