@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from localcluster import kubebin
 from shared import kubeschema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +60,13 @@ def module_spec(version: str) -> Path:
     cache = os.environ.get("GOMODCACHE")
     if not cache:
         try:
+            # Go's own environment for the build (its telemetry counters stay in the checkout).
             cache = subprocess.run(
-                ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+                ["go", "env", "GOMODCACHE"],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=kubebin.go_env(os.environ),
             ).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             cache = str(Path.home() / "go" / "pkg" / "mod")
