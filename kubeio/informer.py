@@ -21,6 +21,10 @@ from kubeio.client import Resource
 from kubeio.errors import KubeError, NotFoundError
 from kubeio.kubelike import KubeLike
 
+# Jitter has its own generator: background threads must not move the global `random`
+# state that seeded code (and Hypothesis) relies on.
+_JITTER = random.Random()
+
 log = logging.getLogger(__name__)
 
 
@@ -182,7 +186,7 @@ class Reflector:
             label_selector=self._spec.label_selector,
             # As client-go's reflector: between the timeout and twice it, so that the watches
             # a process opened together do not all come back at the same moment.
-            timeout_seconds=random.randint(self._timeout_seconds, 2 * self._timeout_seconds),
+            timeout_seconds=_JITTER.randint(self._timeout_seconds, 2 * self._timeout_seconds),
             on_open=self._opened,
         ):
             self._heartbeat = time.monotonic()

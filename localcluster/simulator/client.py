@@ -22,6 +22,10 @@ from kubeio.client import Kube, load_api_client
 from kubeio.errors import KubeError
 from localcluster.apierror import ApiError as ApiError  # the views raise it
 
+# Jitter has its own generator: background threads must not move the global `random`
+# state that seeded code (and Hypothesis) relies on.
+_JITTER = random.Random()
+
 log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -152,7 +156,7 @@ class KubeClient:
                 log.debug("api call failed, retrying", extra={"path": path, "error": str(err)})
             else:
                 return decoded if isinstance(decoded, dict) else {"items": decoded}
-            time.sleep(delay * (0.5 + random.random()))
+            time.sleep(delay * (0.5 + _JITTER.random()))
             delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable: the last attempt returns or raises")
 

@@ -12,6 +12,10 @@ from kubeio.client import Resource as KubeResource
 from kubeio.informer import Reflector, WatchSpec
 from localcluster.simulator.client import KubeClient, Resource
 
+# Jitter has its own generator: background threads must not move the global `random`
+# state that seeded code (and Hypothesis) relies on.
+_JITTER = random.Random()
+
 log = logging.getLogger(__name__)
 
 # How often a resource not served yet (a CRD the chart installs later) is looked for.
@@ -76,7 +80,7 @@ class Informer:
             self,
             lambda _keys: self._on_change(),
             self._stop,
-            timeout_seconds=random.randint(30, 60),
+            timeout_seconds=_JITTER.randint(30, 60),
             # On a bare cluster the chart brings the PodGroup and Queue CRDs later: the first
             # gang must not wait a minute for the agent to notice them.
             missing_recheck=MISSING_RECHECK_SECONDS,
