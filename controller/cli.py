@@ -176,7 +176,10 @@ DURATION = DurationParam()
     "--request-timeout",
     type=DURATION,
     default="10s",
-    help="Timeout of one API request; an idle watch is re-opened after three times this.",
+    help=(
+        "Timeout of one API request; a watch without an event (bookmarks included) for three "
+        "times this, at least 150 s, is re-opened."
+    ),
 )
 def controller_command(**options: Any) -> None:
     """Run the Job controller: watch Jobs, Pods, PodGroups and Commands and reconcile them."""

@@ -46,6 +46,9 @@ Configuration = client.Configuration
 
 # (connect, read) seconds for ordinary calls; watches add their own server-side timeout.
 REQUEST_TIMEOUT = (5.0, 30.0)
+# kube-apiserver sends a bookmark roughly every minute on a watch that asks for them (and 2 s
+# before the watch's own timeout), even when nothing changes.
+BOOKMARK_PERIOD = 60.0
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -391,6 +394,13 @@ def translate(status: int, body: Any, what: str) -> KubeError:
     return PermanentError(text, status, reason, message)
 
 
+def watch_idle_timeout(request_timeout: float) -> float:
+    """How long a watch may go without an event (not even a bookmark) before it is re-opened: a
+    hung connection must not freeze a cache. Never under two bookmark periods and a half: shorter,
+    and on an idle cluster every watch would be re-opened again and again before its bookmark."""
+    return max(3.0 * request_timeout, 2.5 * BOOKMARK_PERIOD)
+
+
 class Kube:
     """Thin typed wrapper over one ApiClient: CRUD, merge patches, status writes, list, watch."""
 
@@ -405,9 +415,7 @@ class Kube:
         accept_encoded_bodies(api_client.rest_client)
         self._limiter = TokenBucket(qps, burst)
         self._timeout = (min(REQUEST_TIMEOUT[0], request_timeout), request_timeout)
-        # A watch with no event (not even a bookmark) for this long is re-opened: a hung
-        # connection must not freeze the cache.
-        self._watch_idle = max(3.0 * request_timeout, 5.0)
+        self._watch_idle = watch_idle_timeout(request_timeout)
 
     def request(
         self,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import random
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -11,10 +10,6 @@ from typing import Any
 from kubeio.client import Resource as KubeResource
 from kubeio.informer import Reflector, WatchSpec
 from localcluster.simulator.client import KubeClient, Resource
-
-# Jitter has its own generator: background threads must not move the global `random`
-# state that seeded code (and Hypothesis) relies on.
-_JITTER = random.Random()
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +75,6 @@ class Informer:
             self,
             lambda _keys: self._on_change(),
             self._stop,
-            timeout_seconds=_JITTER.randint(30, 60),
             # On a bare cluster the chart brings the PodGroup and Queue CRDs later: the first
             # gang must not wait a minute for the agent to notice them.
             missing_recheck=MISSING_RECHECK_SECONDS,

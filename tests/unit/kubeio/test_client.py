@@ -6,7 +6,16 @@ import pytest
 from click.testing import CliRunner
 
 from controller.cli import controller_command
-from kubeio.client import JOBS, LEASES, PODS, PRIORITY_CLASSES, TokenBucket, translate
+from kubeio.client import (
+    BOOKMARK_PERIOD,
+    JOBS,
+    LEASES,
+    PODS,
+    PRIORITY_CLASSES,
+    TokenBucket,
+    translate,
+    watch_idle_timeout,
+)
 from kubeio.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -62,6 +71,20 @@ def test_conflicts_are_transient() -> None:
 )
 def test_resource_paths(path: str, expected: str) -> None:
     assert path == expected
+
+
+@pytest.mark.parametrize(
+    ("request_timeout", "idle"),
+    [
+        pytest.param(5.0, 150.0, id="the node agent's 5 s: bookmarks decide"),
+        pytest.param(10.0, 150.0, id="the controller's 10 s: bookmarks decide"),
+        pytest.param(30.0, 150.0, id="the default 30 s"),
+        pytest.param(60.0, 180.0, id="a long request timeout decides"),
+    ],
+)
+def test_an_idle_watch_outlives_two_bookmark_periods(request_timeout: float, idle: float) -> None:
+    assert watch_idle_timeout(request_timeout) == idle
+    assert watch_idle_timeout(request_timeout) > 2 * BOOKMARK_PERIOD
 
 
 def test_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
