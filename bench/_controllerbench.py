@@ -1,4 +1,5 @@
-"""Shared pieces of the controller benchmarks: a controller subprocess with its metrics."""
+"""Shared pieces of the controller benchmarks: a controller subprocess with its metrics, and the
+pure parts of `bench/controller.py` (profiles' flags, run order, summaries)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ import contextlib
 import os
 import re
 import signal
+import statistics
 import subprocess
 import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal, TypeVar
+
+import yaml
 
 from kubeio.client import PODS, Kube, Resource
 from kubeio.errors import AlreadyExistsError, NotFoundError
@@ -126,26 +130,40 @@ def apiserver_metrics(cluster: LocalCluster) -> str:
     api = cluster.api_client()
     config = api.configuration
     headers = {a["key"]: a["value"] for a in config.auth_settings().values() if a["in"] == "header"}
-    response = api.call_api("GET", f"{config.host}/metrics", header_params=headers)
+    response: Any = api.call_api("GET", f"{config.host}/metrics", header_params=headers)
     response.read()
     return str(response.data.decode())
 
 
-def job_body(name: str, replicas: int) -> dict[str, Any]:
+DEFAULT_SCHEDULER: Final = "default-scheduler"
+# The node agent's gang scheduler answers to Volcano's name, so both controllers gate on it.
+GANG_SCHEDULER: Final = "volcano"
+PodPath = Literal["gang", "default"]
+
+
+def scheduler_of(path: PodPath) -> str:
+    return GANG_SCHEDULER if path == "gang" else DEFAULT_SCHEDULER
+
+
+def job_body(name: str, replicas: int, *, gang: bool = False) -> dict[str, Any]:
+    """A Job of one task. `gang`: Volcano's path (scheduler `volcano`, the whole task as the
+    gang's minimum, pods created once the PodGroup is admitted); else kube-scheduler's, with a
+    gang of one, so pods are created at once."""
+    minimum = replicas if gang else 1
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
         "metadata": {"name": name},
         "spec": {
-            "schedulerName": "default-scheduler",
+            "schedulerName": GANG_SCHEDULER if gang else DEFAULT_SCHEDULER,
             "queue": "default",
-            "minAvailable": 1,
+            "minAvailable": minimum,
             "maxRetry": 3,
             "tasks": [
                 {
                     "name": "worker",
                     "replicas": replicas,
-                    "minAvailable": 1,
+                    "minAvailable": minimum,
                     "template": {
                         "spec": {
                             "restartPolicy": "Never",
@@ -158,8 +176,9 @@ def job_body(name: str, replicas: int) -> dict[str, Any]:
     }
 
 
-def pod_body(name: str) -> dict[str, Any]:
-    """A pod shaped like the controller's (labels, annotations, one container)."""
+def pod_body(name: str, scheduler: str = DEFAULT_SCHEDULER) -> dict[str, Any]:
+    """A pod shaped like the controller's (labels, annotations, one container). It names no
+    PodGroup: the node agent places a `volcano` pod without one by itself, as a bare pod."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -170,7 +189,7 @@ def pod_body(name: str) -> dict[str, Any]:
         },
         "spec": {
             "restartPolicy": "Never",
-            "schedulerName": "default-scheduler",
+            "schedulerName": scheduler,
             "containers": [{"name": "main", "image": "busybox"}],
         },
     }
@@ -195,7 +214,7 @@ VOLCANO_GATES = "--controllers=*,-colocation-config-controller,-sharding-control
 
 class VolcanoControllerProcess:
     """Volcano's own vc-controller-manager binary on the same control plane (admin kubeconfig,
-    no leader election, the same unthrottled client as vcjob's)."""
+    no leader election), with `extra` flags (a settings profile's, then the user's)."""
 
     def __init__(self, binary: str, cluster: LocalCluster, log: Path, extra: Sequence[str]) -> None:
         # The local cluster serves no ColocationConfiguration: Volcano's controller would wait
@@ -203,7 +222,7 @@ class VolcanoControllerProcess:
         gates = [] if any(a.startswith("--controllers") for a in extra) else [VOLCANO_GATES]
         argv = [
             binary, "--kubeconfig", str(cluster.kubeconfig), "--leader-elect=false",
-            "--kube-api-qps", "10000", "--kube-api-burst", "10000", *gates, *extra,
+            *gates, *extra,
         ]  # fmt: skip
         with log.open("wb") as out:
             self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
@@ -226,6 +245,9 @@ class VolcanoControllerProcess:
 
 
 class ControllerProcess:
+    """`vcjob controller` on the cluster, unthrottled (`--qps 0`) unless `extra` says otherwise
+    (click keeps an option's last value)."""
+
     def __init__(self, cluster: LocalCluster, log: Path, *extra: str) -> None:
         argv = [
             *vcjob_executable(), "controller",
@@ -452,3 +474,134 @@ class Profiler:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             self.process.wait(60)
+
+
+# --- Pure parts of bench/controller.py: settings profiles, run order, summaries. ---
+
+Profile = Literal["production", "unthrottled"]
+PROFILES: Final[tuple[Profile, ...]] = ("production", "unthrottled")
+# Volcano's client when unthrottled: far above what two cores can ask of kube-apiserver.
+VOLCANO_UNTHROTTLED_QPS: Final = 10000
+# What a pod takes of a simulated node's `pods` capacity (localcluster.simulator.nodes.MAX_PODS).
+NODE_POD_SLOTS: Final = 110
+
+
+@dataclass(frozen=True)
+class ChartSettings:
+    """The controller's client and concurrency settings in the Helm chart's default values."""
+
+    workers: int
+    qps: float
+    burst: int
+
+
+def chart_settings(values: Mapping[str, Any]) -> ChartSettings:
+    """`controller.workers`, `.qps` and `.burst` of the chart's values.yaml, as loaded."""
+    controller = values["controller"]
+    return ChartSettings(
+        int(controller["workers"]), float(controller["qps"]), int(controller["burst"])
+    )
+
+
+def read_chart_settings(values_yaml: Path) -> ChartSettings:
+    return chart_settings(yaml.safe_load(values_yaml.read_text()))
+
+
+def profiles_of(choice: str) -> tuple[Profile, ...]:
+    """`--settings production|unthrottled|both` as the profiles to run, in that order."""
+    return PROFILES if choice == "both" else tuple(p for p in PROFILES if p == choice)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def vcjob_flags(profile: Profile, chart: ChartSettings) -> list[str]:
+    """`vcjob controller` flags of a profile: the chart's defaults as a Helm install passes them,
+    or the same workers with no client-side rate limit (`--qps 0`)."""
+    workers = ["--workers", str(chart.workers)]
+    if profile == "production":
+        return [*workers, "--qps", _number(chart.qps), "--burst", str(chart.burst)]
+    return [*workers, "--qps", "0"]
+
+
+def volcano_flags(profile: Profile, workers: int) -> list[str]:
+    """vc-controller-manager flags of a profile: its own defaults (client 50 qps, burst 100)
+    but for the job workers, set to vcjob's so that both reconcile as many Jobs at once; or
+    the same workers with a client limit it never reaches."""
+    threads = ["--worker-threads", str(workers)]
+    if profile == "production":
+        return threads
+    limit = str(VOLCANO_UNTHROTTLED_QPS)
+    return [*threads, "--kube-api-qps", limit, "--kube-api-burst", limit]
+
+
+T = TypeVar("T")
+
+
+def abba(contenders: Sequence[T], round_index: int) -> list[T]:
+    """The contenders' order in one round: as given in even rounds, reversed in odd ones
+    (A B, B A, A B …), so that a drift of the machine's load over the rounds hits each alike."""
+    return list(contenders) if round_index % 2 == 0 else list(reversed(contenders))
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The median and range of one figure over the runs."""
+
+    median: float
+    low: float
+    high: float
+
+    def render(self, digits: int = 2) -> str:
+        if self.low == self.high:
+            return f"{self.median:.{digits}f}"
+        return f"{self.median:.{digits}f} ({self.low:.{digits}f}-{self.high:.{digits}f})"
+
+
+def spread(values: Sequence[float]) -> Spread | None:
+    """None when no run gave the figure."""
+    if not values:
+        return None
+    return Spread(statistics.median(values), min(values), max(values))
+
+
+def ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[float]:
+    """Round by round ratios of two contenders' figures (runs of the same round paired)."""
+    return [a / b for a, b in zip(numerators, denominators, strict=True) if b > 0]
+
+
+def revision_label(short_hash: str, dirty: bool) -> str:
+    return f"{short_hash}+dirty" if dirty else short_hash
+
+
+def git_revision(root: Path) -> str:
+    """The checkout's short commit, `+dirty` when tracked files differ from it ("unknown"
+    outside a git checkout)."""
+    try:
+        short = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root, capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return revision_label(short, bool(status.strip()))
+
+
+def gang_capacity_problem(path: PodPath, nodes: int, total_pods: int) -> str | None:
+    """Why the gang path cannot run with these nodes, or None: gangs are admitted only while
+    the nodes have room for them, and every pod runs for the whole run."""
+    if path != "gang":
+        return None
+    if nodes < 1:
+        return "the gang path needs the node agent (--nodes 1 or more) to admit PodGroups"
+    if total_pods > nodes * NODE_POD_SLOTS:
+        return (
+            f"{total_pods} pods do not fit on {nodes} nodes of {NODE_POD_SLOTS} pods: "
+            "later gangs would never be admitted (raise --nodes)"
+        )
+    return None
