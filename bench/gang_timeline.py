@@ -156,6 +156,13 @@ class Timeline:
             return self.jobs.setdefault(job, JobSteps())
 
     def _watch(self, kube: Kube, resource: Resource, version: str) -> None:
+        try:
+            self._follow(kube, resource, version)
+        except Exception:
+            if not self._stop.is_set():
+                raise  # stopping cuts the stream: only an earlier failure is news
+
+    def _follow(self, kube: Kube, resource: Resource, version: str) -> None:
         while not self._stop.is_set():
             for event in kube.watch_path(
                 resource.path(NAMESPACE),
