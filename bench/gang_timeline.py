@@ -2,7 +2,7 @@
 control plane.
 
     .venv/bin/python bench/gang_timeline.py [--jobs 200] [--pods-per-job 5] [--nodes 12]
-        [--controller-arg ARG ...] [--py-spy FILE]
+        [--controller-arg ARG ...] [--py-spy FILE] [--requests]
 
 vcjob's controller runs on a local control plane (kube-apiserver, etcd, kube-controller-manager,
 `--nodes` simulated nodes and the node agent, which admits PodGroups as the gang scheduler does).
@@ -18,13 +18,15 @@ figures do not depend on what the controller says of itself:
 - all: the first create → the last pod of all.
 
 Prints the median, p90 and max of each step per Job, the controller's CPU per pod and its peak
-RSS, the commit and the command line.
+RSS, the commit and the command line. With `--requests`, kube-apiserver's audit log also says
+what each client sent per Job (verb and resource), from the first create to the last pod.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import re
 import statistics
 import subprocess
@@ -33,7 +35,8 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,6 +213,26 @@ class Timeline:
                 response.shutdown()
 
 
+def requests_per_job(audit_lines: Iterable[str], jobs: int) -> list[tuple[str, float]]:
+    """`client verb resource[/subresource]` and how many of those requests kube-apiserver
+    completed per Job, most first, from its audit log (JSON lines, one Event per request). The
+    client is the user agent's program name (`vcjob-controller`, `kube-controller-manager`)."""
+    counts: Counter[str] = Counter()
+    for line in audit_lines:
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        if event.get("stage") != "ResponseComplete":
+            continue
+        ref = event.get("objectRef") or {}
+        resource = str(ref.get("resource") or event.get("requestURI", "?").split("?")[0])
+        if ref.get("subresource"):
+            resource += "/" + str(ref["subresource"])
+        agent = str(event.get("userAgent") or "?").split("/")[0]
+        counts[f"{agent} {event.get('verb')} {resource}"] += 1
+    return [(key, count / jobs) for key, count in counts.most_common()]
+
+
 def process_cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
@@ -281,6 +304,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=12)
     parser.add_argument("--controller-arg", action="append", default=[])
     parser.add_argument("--py-spy", metavar="FILE", help="py-spy's collapsed stacks go here")
+    parser.add_argument(
+        "--requests", action="store_true", help="requests per Job by client, from the audit log"
+    )
     args = parser.parse_args()
     print(f"commit {commit()}; command: {' '.join(sys.argv)}")
     total = args.jobs * args.pods_per_job
@@ -292,6 +318,7 @@ def main() -> None:
             pod_runtime="1h",
             webhook=False,
             controller=False,
+            extra_args=["--audit-log", str(Path(tmp) / "audit.log")] if args.requests else (),
         ) as cluster,
     ):
         kube = Kube(cluster.api_client(), qps=0)
@@ -307,6 +334,8 @@ def main() -> None:
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 )  # fmt: skip
             cpu_before = process_cpu_seconds(pid)
+            audit = Path(tmp) / "audit.log"
+            audit_start = audit.stat().st_size if args.requests else 0
             started = time.monotonic()
 
             def create(index: int) -> None:
@@ -326,6 +355,10 @@ def main() -> None:
                 spy.terminate()
                 spy.wait(30)
             timeline.stop()
+            if args.requests:
+                with audit.open() as lines:
+                    lines.seek(audit_start)
+                    sent = requests_per_job(lines, args.jobs)
     steps = step_times(timeline.jobs)
     print(f"{args.jobs} jobs x {args.pods_per_job} pods, submitted in {submitted:.2f} s")
     print(f"created -> PodGroup:    {summary(steps.created_to_pod_group)}")
@@ -334,6 +367,11 @@ def main() -> None:
     print(f"first -> last pod:      {summary(steps.first_to_last_pod)}")
     print(f"all: {last - started:.2f} s ({total / (last - started):.1f} pods/s)")
     print(f"controller CPU per pod: {1000 * cpu / total:.2f} ms; peak RSS {rss:.0f} MB")
+    if args.requests:
+        print("requests per Job (client verb resource), from the first create to the last pod:")
+        for key, per_job in sent:
+            if per_job >= 0.05:
+                print(f"  {per_job:6.2f}  {key}")
 
 
 if __name__ == "__main__":
