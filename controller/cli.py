@@ -84,9 +84,12 @@ DURATION = DurationParam()
     "--qps",
     type=click.FloatRange(min=0),
     default=50.0,
-    help="API requests per second (0 = unlimited).",
+    help="API requests per second of each client: Kubernetes' resources, Volcano's, events "
+    "(0 = unlimited).",
 )
-@click.option("--burst", type=click.IntRange(min=1), default=100, help="API request burst.")
+@click.option(
+    "--burst", type=click.IntRange(min=1), default=100, help="API request burst of each client."
+)
 @click.option(
     "--resync-period", type=DURATION, default="30s", help="Reconcile every job at least this often."
 )

@@ -161,6 +161,32 @@ class TokenBucket:
             self._sleep(wait)
 
 
+# A process's requests are paced per client, each client with its own `qps` and `burst`, as
+# Volcano's controller paces its two clientsets (Kubernetes' resources, Volcano's) and
+# kube-scheduler its event client: a burst of status writes or events never delays a pod.
+KUBERNETES_BUDGET = "kubernetes"
+VOLCANO_BUDGET = "volcano"
+EVENTS_BUDGET = "events"
+BUDGETS = (KUBERNETES_BUDGET, VOLCANO_BUDGET, EVENTS_BUDGET)
+
+
+def budget_for_path(path: str) -> str:
+    """Which client's rate budget a request to the API path `path` spends: Volcano's API groups,
+    events (core or events.k8s.io), or everything else."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    if parts[:1] == ["apis"] and len(parts) > 1:
+        group, rest = parts[1], parts[3:]
+        if group == "volcano.sh" or group.endswith(".volcano.sh"):
+            return VOLCANO_BUDGET
+    else:
+        group, rest = "", parts[2:]
+    namespaced = len(rest) >= 3 and rest[0] == "namespaces"
+    resource = rest[2] if namespaced else (rest[0] if rest else "")
+    if resource == "events" and group in ("", "events.k8s.io"):
+        return EVENTS_BUDGET
+    return KUBERNETES_BUDGET
+
+
 def pooled_copy(api_client: client.ApiClient, pool_size: int) -> client.ApiClient:
     """A new ApiClient with the same configuration and a connection pool of `pool_size`
     (each watch holds a connection for its lifetime, workers and creates need more)."""
@@ -402,7 +428,9 @@ def watch_idle_timeout(request_timeout: float) -> float:
 
 
 class Kube:
-    """Thin typed wrapper over one ApiClient: CRUD, merge patches, status writes, list, watch."""
+    """Thin typed wrapper over one ApiClient: CRUD, merge patches, status writes, list, watch.
+
+    `qps` and `burst` limit each of its clients (`BUDGETS`) on its own (`qps` 0: no limit)."""
 
     def __init__(
         self,
@@ -413,7 +441,7 @@ class Kube:
     ) -> None:
         self.api_client = api_client
         accept_encoded_bodies(api_client.rest_client)
-        self._limiter = TokenBucket(qps, burst)
+        self._limiters = {budget: TokenBucket(qps, burst) for budget in BUDGETS}
         self._timeout = (min(REQUEST_TIMEOUT[0], request_timeout), request_timeout)
         self._watch_idle = watch_idle_timeout(request_timeout)
 
@@ -427,7 +455,7 @@ class Kube:
         content_type: str = "application/json",
         timeout: tuple[float, float] | None = None,
     ) -> Any:
-        self._limiter.take()
+        self._limiters[budget_for_path(path)].take()
         timeout = timeout or self._timeout
         what = f"{method} {path}"
         response = self._send(method, path, query, body, content_type, timeout)
@@ -590,7 +618,7 @@ class Kube:
         on_open: Callable[[Any], None] | None = None,
     ) -> Iterator[WireObject]:
         """`watch` for any collection path, with extra query parameters (selectors)."""
-        self._limiter.take()
+        self._limiters[budget_for_path(path)].take()
         query = {
             **(query or {}),
             "watch": "true",

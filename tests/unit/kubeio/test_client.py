@@ -8,11 +8,15 @@ from click.testing import CliRunner
 from controller.cli import controller_command
 from kubeio.client import (
     BOOKMARK_PERIOD,
+    EVENTS_BUDGET,
     JOBS,
+    KUBERNETES_BUDGET,
     LEASES,
     PODS,
     PRIORITY_CLASSES,
+    VOLCANO_BUDGET,
     TokenBucket,
+    budget_for_path,
     translate,
     watch_idle_timeout,
 )
@@ -94,6 +98,32 @@ def test_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
     assert bucket.reserve() == pytest.approx(0.1)
     now[0] += 1.0
     assert bucket.reserve() == 0.0
+
+
+@pytest.mark.parametrize(
+    ("path", "budget"),
+    [
+        ("/api/v1/namespaces/ns/pods", KUBERNETES_BUDGET),
+        ("/api/v1/namespaces/ns/pods/events", KUBERNETES_BUDGET),  # a pod named "events"
+        ("/api/v1/namespaces/events/pods", KUBERNETES_BUDGET),  # a namespace named "events"
+        ("/api/v1/namespaces/ns/secrets/job-ssh", KUBERNETES_BUDGET),
+        ("/api/v1/nodes", KUBERNETES_BUDGET),
+        ("/apis/coordination.k8s.io/v1/namespaces/ns/leases/vcjob", KUBERNETES_BUDGET),
+        ("/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/w", KUBERNETES_BUDGET),
+        ("/api/v1/namespaces/ns/events", EVENTS_BUDGET),
+        ("/api/v1/namespaces/ns/events/e1", EVENTS_BUDGET),
+        ("/api/v1/events", EVENTS_BUDGET),
+        ("/apis/events.k8s.io/v1/namespaces/ns/events", EVENTS_BUDGET),
+        ("/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/j/status", VOLCANO_BUDGET),
+        ("/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups", VOLCANO_BUDGET),
+        ("/apis/scheduling.volcano.sh/v1beta1/queues/default", VOLCANO_BUDGET),
+        ("/apis/bus.volcano.sh/v1alpha1/namespaces/ns/commands", VOLCANO_BUDGET),
+        ("/apis/flow.volcano.sh/v1alpha1/jobflows?watch=true", VOLCANO_BUDGET),
+        ("/apis/batch/v1/namespaces/ns/jobs", KUBERNETES_BUDGET),  # Kubernetes' own Job
+    ],
+)
+def test_each_request_spends_the_budget_of_its_client(path: str, budget: str) -> None:
+    assert budget_for_path(path) == budget
 
 
 def test_every_documented_flag_exists_and_reads_its_environment_variable() -> None:
