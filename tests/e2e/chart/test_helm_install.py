@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from localcluster.testing import LocalCluster
+from localcluster.testing import LocalCluster, wait_until
 from localcluster.tools import PROJECT_ROOT
 from shared import certgen
 from webhook.selfcerts import SelfManagedCerts, service_dns_names
@@ -45,7 +46,25 @@ def exists(cluster: LocalCluster, *args: str) -> bool:
 def make_fresh(cluster: LocalCluster) -> None:
     """The local cluster pre-applies the CRDs and the default Queue; a new cluster has neither."""
     cluster.kubectl("delete", "queue", "--all")
-    cluster.kubectl("delete", "crd", *CRDS)
+    cluster.kubectl("delete", "crd", "--wait=false", *CRDS)
+    wait_until("the CRDs deleted", lambda: crds_gone(cluster), timeout=180, interval=1.0)
+
+
+def crds_gone(cluster: LocalCluster) -> bool:
+    """Whether every CRD is gone. kube-apiserver's CRD finalizer fails with "storage is
+    (re)initializing" on a CRD deleted before its watch cache is ready (a cluster just started on a
+    loaded machine) and may not come back to it: a touch of each remaining CRD requeues it."""
+    left = [c for c in CRDS if exists(cluster, "crd", c)]
+    for crd in left:
+        cluster.kubectl(
+            "annotate",
+            "--overwrite",
+            "crd",
+            crd,
+            f"test.vcjob.io/touched={time.monotonic_ns()}",
+            check=False,
+        )
+    return not left
 
 
 def test_install_upgrade_uninstall(cluster: LocalCluster, helm: Any, tmp_path: Path) -> None:
