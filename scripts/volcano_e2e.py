@@ -56,10 +56,6 @@ FRAMEWORK_IMAGE_SPECS = (
     "TensorFlow Plugin E2E Test",
 )
 
-# vcjob's settings that differ from Volcano 1.14 on purpose, set back to Volcano's for its suites
-# (which delete Open queues): the webhook reads them from its environment.
-VOLCANO_COMPATIBLE_ENV = {"VCJOB_WEBHOOK_QUEUE_DELETE_REQUIRES_CLOSED": "false"}
-
 CRD_FOLDERS = ("config/crd/volcano/bases", "config/crd/jobflow/bases")
 
 
@@ -284,12 +280,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         action="store_true",
         help="also run the specs that need framework images (TF, PyTorch, MPI, Ray)",
     )
-    parser.add_argument(
-        "--vcjob-defaults",
-        action="store_true",
-        help="keep vcjob's own defaults where they differ from Volcano on purpose "
-        "(a Queue is deleted only when Closed)",
-    )
     parser.add_argument("--vcctl", help="Volcano's vcctl binary, for suites that call it")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
@@ -308,8 +298,6 @@ def main(argv: Sequence[str]) -> int:
     # Several clusters starting at once on a busy machine take longer than a test's minute.
     testing.STARTUP_TIMEOUT = max(testing.STARTUP_TIMEOUT, 300.0)
     print(f"Volcano {volcano_version(args.volcano_src)} from {args.volcano_src}", flush=True)
-    if not args.vcjob_defaults:
-        os.environ.update(VOLCANO_COMPATIBLE_ENV)
     binaries = {s: build_suite(args.volcano_src, s, args.cache, args.rebuild) for s in args.suite}
     if args.build_only:
         return 0

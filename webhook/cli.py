@@ -188,10 +188,10 @@ def _start_self_managed_certs(
 )
 @click.option(
     "--queue-delete-requires-closed/--no-queue-delete-requires-closed",
-    default=True,
+    default=False,
     show_default=True,
-    help="Deny deleting a Queue that is not Closed (Volcano 1.14 deletes queues in any state: "
-    "--no-queue-delete-requires-closed does the same).",
+    help="Deny deleting a Queue that is not Closed, as Volcano before 1.14 did (off: a Queue "
+    "goes in any state, as in Volcano 1.14 and later).",
 )
 @click.option(
     "--validating-config",

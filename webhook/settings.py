@@ -32,6 +32,6 @@ class Settings:
     # Admission requests handled at once; beyond it a request gets a fast 429. With the body
     # limit this bounds the memory held by request bodies (16 x 3 MiB).
     max_concurrent_requests: int = 16
-    # Queue DELETE: only a Closed queue may go (Volcano 1.14 deletes a queue in any state; off for
-    # its e2e suites).
-    queue_delete_requires_closed: bool = True
+    # Queue DELETE: with this on, only a Closed queue may go (Volcano before 1.14). Off by default,
+    # as Volcano today deletes a queue in any state.
+    queue_delete_requires_closed: bool = False

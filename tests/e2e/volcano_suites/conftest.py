@@ -1,6 +1,5 @@
 """One local cluster (webhook, controller, node agent with four nodes, as Volcano's kind cluster)
-set up as `scripts/volcano-e2e` sets it up for Volcano's own suites: the webhook deletes Queues in
-any state, as Volcano 1.14 does."""
+set up as `scripts/volcano-e2e` sets it up for Volcano's own suites, at vcjob's defaults."""
 
 from __future__ import annotations
 
@@ -11,22 +10,17 @@ import pytest
 
 from localcluster.testing import LocalCluster, running_cluster
 
-VOLCANO_COMPATIBLE_ENV = {"VCJOB_WEBHOOK_QUEUE_DELETE_REQUIRES_CLOSED": "false"}
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in VOLCANO_COMPATIBLE_ENV.items():
-            patch.setenv(name, value)
-        # Pods run for ten minutes unless they say otherwise: jobs stay Running while tested.
-        with running_cluster(
-            tmp_path_factory.mktemp("volcano-suites"),
-            controller=True,
-            nodes=4,
-            pod_runtime="600s",
-        ) as running:
-            yield running
+    # Pods run for ten minutes unless they say otherwise: jobs stay Running while tested.
+    with running_cluster(
+        tmp_path_factory.mktemp("volcano-suites"),
+        controller=True,
+        nodes=4,
+        pod_runtime="600s",
+    ) as running:
+        yield running
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -112,10 +113,21 @@ def test_protected_queues_are_never_deleted(
     assert answer["status"]["message"] == f"metadata.name: Forbidden: {message}"
 
 
-def test_a_regular_queue_may_be_deleted_once_closed(webhook: WebhookProcess) -> None:
+def test_a_regular_queue_is_deleted_in_any_state_by_default(webhook: WebhookProcess) -> None:
+    # As Volcano 1.14 and later: no Closed state asked for.
+    for state in ("Open", "Closing", "Closed"):
+        old = {"metadata": {"name": "q"}, "status": {"state": state}}
+        body = review(QUEUES, None, "DELETE", name="q", oldObject=old)
+        assert post(webhook, labels.QUEUE_VALIDATE_PATH, body)["allowed"] is True, state
+
+
+def test_the_closed_only_rule_is_an_opt_in(
+    start_webhook: Callable[..., WebhookProcess],
+) -> None:
+    strict = start_webhook("--queue-delete-requires-closed")
     open_queue = {"metadata": {"name": "q"}, "status": {"state": "Open"}}
     body = review(QUEUES, None, "DELETE", name="q", oldObject=open_queue)
-    answer = post(webhook, labels.QUEUE_VALIDATE_PATH, body)
+    answer = post(strict, labels.QUEUE_VALIDATE_PATH, body)
     assert answer["allowed"] is False
     assert (
         "only queue with state `Closed` can be deleted, queue `q` state is `Open`"
@@ -123,7 +135,7 @@ def test_a_regular_queue_may_be_deleted_once_closed(webhook: WebhookProcess) -> 
     )
     closed = {"metadata": {"name": "q"}, "status": {"state": "Closed"}}
     body = review(QUEUES, None, "DELETE", name="q", oldObject=closed)
-    assert post(webhook, labels.QUEUE_VALIDATE_PATH, body)["allowed"] is True
+    assert post(strict, labels.QUEUE_VALIDATE_PATH, body)["allowed"] is True
 
 
 PODS = {"group": "", "version": "v1", "resource": "pods"}

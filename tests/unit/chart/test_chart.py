@@ -684,6 +684,13 @@ def test_scheduler_name_and_gang_schedulers_are_values() -> None:
     assert arg_value(controller_args, "--gang-schedulers") == "volcano,kube-batch"
 
 
+def test_queue_deletion_asks_for_a_closed_queue_only_when_the_value_says_so() -> None:
+    # Volcano 1.14 and later delete a Queue in any state: the flag is absent by default.
+    assert "--queue-delete-requires-closed" not in container(render(), "vcjob-webhook")["args"]
+    strict = render("webhook.queueDeleteRequiresClosed=true")
+    assert "--queue-delete-requires-closed" in container(strict, "vcjob-webhook")["args"]
+
+
 def test_gang_scheduling_can_be_turned_off() -> None:
     result = subprocess.run(
         [

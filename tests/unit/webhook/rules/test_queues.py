@@ -287,6 +287,9 @@ def test_validate_queue_update_keeps_an_unchanged_parent() -> None:
             ],
         ),
         (DeletionFacts("q", "Closed", [], [], require_closed=True), []),
+        # Volcano 1.14 and later: any state, unless the Closed-only rule is asked for.
+        (DeletionFacts("q", "Open", [], []), []),
+        (DeletionFacts("q", None, [], []), []),
     ],
 )
 def test_validate_deletion(facts: DeletionFacts, expected: list[str]) -> None:
