@@ -15,8 +15,13 @@ __all__ = [
     "parse",
     "parse_quantity",
     "parse_resource_list",
+    "render",
+    "suffix_style",
     "try_parse",
 ]
+
+_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+_DECIMAL = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
 
 
 def parse(value: str | int | float) -> Decimal:
@@ -62,3 +67,27 @@ def parse_resource_list(raw: Any) -> dict[str, Decimal]:
         if amount is not None:
             parsed[str(name)] = amount
     return parsed
+
+
+def suffix_style(raw: Any) -> str:
+    """How a quantity was written: `binary` (Gi…), `decimal` (G…) or `plain`."""
+    text = str(raw)
+    if text.endswith("i"):
+        return "binary"
+    if text[-1:] in "kMGTPE" and text[-1:]:
+        return "decimal"
+    return "plain"
+
+
+def render(value: Decimal, style: str = "plain") -> str:
+    """Kubernetes-like canonical text, keeping the suffix family the user wrote (2Gi, 3G)."""
+    if value == value.to_integral_value():
+        units = _BINARY if style == "binary" else _DECIMAL if style == "decimal" else ()
+        for suffix, unit in units:
+            if value >= unit and value % unit == 0:
+                return f"{int(value // unit)}{suffix}"
+        return str(int(value))
+    milli = value * 1000
+    if milli == milli.to_integral_value():
+        return f"{int(milli)}m"
+    return str(value.normalize())

@@ -19,7 +19,7 @@ from decimal import Decimal
 from functools import cache
 from typing import Any, Final
 
-from shared import kubeschema, names, quantity
+from shared import kubeschema, names, podresources, quantity
 from shared.fielderrors import FieldError, Path
 from webhook import memo
 
@@ -391,6 +391,66 @@ def _container_errors(
     return errors
 
 
+def _pod_level_resource_errors(spec: dict[str, Any], path: Path) -> list[FieldError]:
+    """The pod-level `resources` (Kubernetes >= 1.34, PodLevelResources) as kube-apiserver
+    validates a Pod's: cpu, memory and hugepages only, no claims, requests within limits, the
+    requests at least what the containers request together and each container's limit within
+    the pod's. `path` is the pod spec's."""
+    resources = spec.get("resources")
+    if not isinstance(resources, dict) or not (
+        resources.get("limits") or resources.get("requests") or resources.get("claims")
+    ):
+        return []
+    where = path.child("resources")
+    os_ = spec.get("os")
+    if isinstance(os_, dict) and os_.get("name") == "windows":
+        return [FieldError.forbidden(where, "may not be set for a windows pod")]
+    errors: list[FieldError] = []
+    if resources.get("claims") is not None:
+        errors.append(
+            FieldError.forbidden(
+                where.child("claims"), "claims may not be set for Resources at pod-level"
+            )
+        )
+    supported = sorted([*podresources.POD_LEVEL_RESOURCES, podresources.HUGEPAGES_PREFIX])
+    for kind in ("limits", "requests"):
+        amounts = resources.get(kind)
+        for name in amounts if isinstance(amounts, dict) else ():
+            if not podresources.supported_at_pod_level(str(name)):
+                errors.append(
+                    FieldError.not_supported(where.child(kind).key(str(name)), name, supported)
+                )
+    errors.extend(_resource_errors(resources, where))
+    requests = quantity.parse_resource_list(resources.get("requests"))
+    for name, aggregate in sorted(podresources.aggregate_container_requests(spec).items()):
+        requested = requests.get(name)
+        if requested is not None and aggregate > requested:
+            errors.append(
+                FieldError.invalid(
+                    where.child("requests").key(name),
+                    resources["requests"][name],
+                    "must be greater than or equal to aggregate container requests of "
+                    + quantity.render(
+                        aggregate, quantity.suffix_style(resources["requests"][name])
+                    ),
+                )
+            )
+    limits = quantity.parse_resource_list(resources.get("limits"))
+    # Regular containers only, as kube-apiserver checks.
+    for j, container in _dicts(spec.get("containers")):
+        for name, limit in sorted(podresources.container_limits(container).items()):
+            pod_limit = limits.get(name)
+            if pod_limit is not None and limit > pod_limit:
+                errors.append(
+                    FieldError.invalid(
+                        path.child("containers").index(j).child("resources", "limits").key(name),
+                        container["resources"]["limits"][name],
+                        f"must be less than or equal to pod limits of {resources['limits'][name]}",
+                    )
+                )
+    return errors
+
+
 def _semantic_errors(template: dict[str, Any], base: Path) -> list[FieldError]:
     spec = template.get("spec")
     spec_path = base.child("spec")
@@ -434,6 +494,7 @@ def _semantic_errors(template: dict[str, Any], base: Path) -> list[FieldError]:
     dns = spec.get("dnsPolicy")
     if isinstance(dns, str) and dns and dns not in DNS_POLICIES:
         errors.append(FieldError.not_supported(spec_path.child("dnsPolicy"), dns, DNS_POLICIES))
+    errors.extend(_pod_level_resource_errors(spec, spec_path))
     return errors
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
-from controller.job.decide.podgroup import pod_spec_usage, render_quantity
+from controller.job.decide.podgroup import pod_spec_usage
 from shared import labels, quantity
 
 WireObject = dict[str, Any]
@@ -152,7 +152,7 @@ def build_podgroup(
     group_spec: WireObject = {
         "minMember": members,
         "minResources": {
-            name: render_quantity(value * members) for name, value in sorted(usage.items())
+            name: quantity.render(value * members) for name, value in sorted(usage.items())
         },
     }
     if spec.get("priorityClassName"):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from shared import quantity
+from shared import podresources, quantity
 
 Resources = Mapping[str, Decimal]
 
@@ -57,27 +57,9 @@ def covers(available: Resources, wanted: Resources) -> bool:
     return all(value <= available.get(name, Decimal(0)) for name, value in wanted.items() if value)
 
 
-def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
-    resources = container.get("resources") or {}
-    # A container that sets only limits gets requests equal to them (API server defaulting).
-    requests = parse_resources(resources.get("limits"))
-    requests.update(parse_resources(resources.get("requests")))
-    return requests
-
-
-def _elementwise_max(amounts: Iterable[Resources]) -> dict[str, Decimal]:
-    result: dict[str, Decimal] = {}
-    for amount in amounts:
-        for name, value in amount.items():
-            result[name] = max(result.get(name, Decimal(0)), value)
-    return result
-
-
 def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, Decimal]:
-    """What a pod asks of its node: max(sum of containers, largest init container) + overhead."""
-    containers = add(*(_container_requests(c) for c in pod_spec.get("containers") or []))
-    init = _elementwise_max(_container_requests(c) for c in pod_spec.get("initContainers") or [])
-    effective = _elementwise_max([containers, init])
-    effective = add(effective, parse_resources(pod_spec.get("overhead")))
+    """What a pod asks of its node, as kube-scheduler counts it: Kubernetes' PodRequests (the
+    containers, sidecars and init containers, or the pod-level resources where set) + overhead."""
+    effective = add(podresources.pod_requests(pod_spec), parse_resources(pod_spec.get("overhead")))
     effective[POD_SLOT] = Decimal(1)
     return effective

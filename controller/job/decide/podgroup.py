@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from controller.job.decide.podgen import child_metadata, queue_of
-from shared import gang, labels, quantity
+from shared import gang, labels, podresources, quantity
 from shared.models import Job, TaskSpec
 from shared.models.job import PARTITION_ID_LABEL, NetworkTopology
 
@@ -50,20 +50,6 @@ def job_min_available(job: Job) -> int:
     )
 
 
-_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-_DECIMAL = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
-
-
-def _style(raw: Any) -> str:
-    """How a quantity was written: `binary` (Gi…), `decimal` (G…) or `plain`."""
-    text = str(raw)
-    if text.endswith("i"):
-        return "binary"
-    if text[-1:] in "kMGTPE" and text[-1:]:
-        return "decimal"
-    return "plain"
-
-
 def _container_amounts(
     container: Mapping[str, Any], styles: dict[str, str] | None, *, limits: bool
 ) -> dict[str, Decimal]:
@@ -81,7 +67,7 @@ def _container_amounts(
             if value is not None:
                 amounts[str(name)] = value
                 if styles is not None:
-                    styles.setdefault(str(name), _style(raw))
+                    styles.setdefault(str(name), quantity.suffix_style(raw))
     return amounts
 
 
@@ -94,6 +80,18 @@ def _pod_amounts(
     for init in spec.get("initContainers") or []:
         for name, value in _container_amounts(init, styles, limits=limits).items():
             total[name] = max(total.get(name, Decimal(0)), value)
+    # Pod-level resources (Kubernetes >= 1.34) replace the containers' sum for what they name,
+    # as Kubernetes' PodRequests counts them; a pod-level limit alone is also the request.
+    pod_level = spec.get("resources")
+    if isinstance(pod_level, Mapping):
+        kinds = ("limits",) if limits else ("limits", "requests")
+        for kind in kinds:
+            for name, raw in (pod_level.get(kind) or {}).items():
+                amount = quantity.try_parse(raw)
+                if amount is not None and podresources.supported_at_pod_level(str(name)):
+                    total[str(name)] = amount
+                    if styles is not None:
+                        styles.setdefault(str(name), quantity.suffix_style(raw))
     return total
 
 
@@ -149,20 +147,6 @@ def _pods_counted(job: Job, priority_values: Mapping[str, int]) -> list[tuple[Ta
     return [(t, taken[id(t)]) for t in ordered]
 
 
-def render_quantity(value: Decimal, style: str = "plain") -> str:
-    """Kubernetes-like canonical text, keeping the suffix family the user wrote (2Gi, 3G)."""
-    if value == value.to_integral_value():
-        units = _BINARY if style == "binary" else _DECIMAL if style == "decimal" else ()
-        for suffix, unit in units:
-            if value >= unit and value % unit == 0:
-                return f"{int(value // unit)}{suffix}"
-        return str(int(value))
-    milli = value * 1000
-    if milli == milli.to_integral_value():
-        return f"{int(milli)}m"
-    return str(value.normalize())
-
-
 def _base_name(key: str) -> str:
     return key.split(".", 1)[1] if key.startswith(("requests.", "limits.")) else key
 
@@ -177,7 +161,7 @@ def min_resources(job: Job, priority_values: Mapping[str, int]) -> dict[str, str
         for name, value in pod_usage(task, styles).items():
             total[name] = total.get(name, Decimal(0)) + value * count
     return {
-        name: render_quantity(value, styles.get(_base_name(name), "plain"))
+        name: quantity.render(value, styles.get(_base_name(name), "plain"))
         for name, value in sorted(total.items())
     }
 

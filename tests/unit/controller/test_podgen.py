@@ -345,3 +345,28 @@ def test_min_resources_keep_the_written_units(
     j["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"] = {"requests": requests}
     plan = plan_for(j, pod_group=None)
     assert plan.create[0]["spec"]["minResources"] == expected
+
+
+@pytest.mark.parametrize(
+    ("pod_level", "expected_cpu", "expected_memory"),
+    [
+        pytest.param({"requests": {"cpu": "2"}}, "4", "128Mi", id="pod-level-request-wins"),
+        pytest.param({"limits": {"cpu": "3"}}, "6", "128Mi", id="a-pod-level-limit-alone"),
+        pytest.param(
+            {"requests": {"nvidia.com/gpu": "1"}}, "1", "128Mi", id="unsupported-kept-out"
+        ),
+        pytest.param({}, "1", "128Mi", id="none"),
+    ],
+)
+def test_min_resources_count_pod_level_resources(
+    pod_level: dict[str, Any], expected_cpu: str, expected_memory: str
+) -> None:
+    """Kubernetes' PodRequests: pod-level cpu, memory and hugepages replace the containers' sum."""
+    j = job("j").task("w", 2).build()
+    spec = j["spec"]["tasks"][0]["template"]["spec"]
+    spec["containers"][0]["resources"] = {"requests": {"cpu": "500m", "memory": "64Mi"}}
+    if pod_level:
+        spec["resources"] = pod_level
+    plan = plan_for(j, pod_group=None)
+    minimum = plan.create[0]["spec"]["minResources"]
+    assert (minimum["cpu"], minimum["memory"]) == (expected_cpu, expected_memory)
