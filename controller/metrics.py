@@ -25,7 +25,12 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from controller.volcanometrics import JobPhaseCounters
+from controller.volcanometrics import (
+    JOB_TO_POD_BUCKETS,
+    JOB_TO_POD_HELP,
+    JOB_TO_POD_LATENCY,
+    JobPhaseCounters,
+)
 from kubeio.workqueue import QueueHooks
 
 CONTROLLER = "job"
@@ -135,6 +140,9 @@ class Metrics:
             registry=r,
         )
         self.pod_creates = Counter("volcano_pod_creates_total", "Pods created.", registry=r)
+        self.job_to_pod_latency = Histogram(
+            JOB_TO_POD_LATENCY, JOB_TO_POD_HELP, buckets=JOB_TO_POD_BUCKETS, registry=r
+        )
         self.pod_deletes = Counter("volcano_pod_deletes_total", "Pods deleted.", registry=r)
         self.phase_transitions = Counter(
             "volcano_job_phase_transitions_total",

@@ -7,6 +7,10 @@ Completed or Failed). Of its scheduler's, those a Queue's spec and status and th
 answer: `volcano_queue_weight`, `volcano_queue_capacity_*`, `volcano_queue_deserved_*`,
 `volcano_queue_allocated_*` and `volcano_unschedule_job_count`.
 
+Volcano 1.15's job controller also observes, for each pod it creates, the time since its Job was
+created: `volcano_controller_job_to_pod_creation_latency_milliseconds` (a histogram with
+`JOB_TO_POD_BUCKETS`, from the two objects' `creationTimestamp`s, as Volcano takes them).
+
 `queue_samples` decides the gauges from the Queues and PodGroups the queue controller watches;
 `QueueCollector` reads them at each scrape.
 """
@@ -23,9 +27,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
-from shared import quantity
+from shared import quantity, rfc3339
 
 QUEUE_PHASES: Final = ("inqueue", "pending", "running", "unknown", "completed")
+JOB_TO_POD_LATENCY: Final = "volcano_controller_job_to_pod_creation_latency_milliseconds"
+JOB_TO_POD_HELP: Final = "Latency from VCJob creation to pod created in milliseconds"
 # What a queue names besides cpu and memory but Volcano does not report as a scalar resource.
 _NOT_SCALAR: Final = ("cpu", "memory", "pods")
 
@@ -80,6 +86,28 @@ def _resource_samples(kind: str, what: str, queue: str, raw: Any) -> list[Sample
             )
         )
     return out
+
+
+def exponential_buckets_range(low: float, high: float, count: int) -> tuple[float, ...]:
+    """`count` bucket bounds from `low` to `high`, each a constant factor above the one before
+    (Prometheus' ExponentialBucketsRange)."""
+    if low <= 0 or high <= low or count < 2:
+        raise ValueError(f"need 0 < low < high and count >= 2, got {low}, {high}, {count}")
+    factor = (high / low) ** (1 / (count - 1))
+    return tuple(low * factor**i for i in range(count))
+
+
+JOB_TO_POD_BUCKETS: Final = exponential_buckets_range(50, 60000, 30)
+
+
+def job_to_pod_latency_ms(job: Mapping[str, Any], pod: Mapping[str, Any]) -> float | None:
+    """Milliseconds from the Job's creation to the pod's, from their `creationTimestamp`s; None
+    when either is missing or unreadable."""
+    job_created = rfc3339.parse_time((job.get("metadata") or {}).get("creationTimestamp"))
+    pod_created = rfc3339.parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+    if job_created is None or pod_created is None:
+        return None
+    return (pod_created - job_created).total_seconds() * 1000
 
 
 def _unschedulable(podgroup: Mapping[str, Any]) -> bool:

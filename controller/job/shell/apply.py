@@ -26,6 +26,7 @@ from typing import Any
 from controller.job.decide.model import ObjectRef, Plan
 from controller.job.shell.cache import Cache
 from controller.metrics import Metrics
+from controller.volcanometrics import job_to_pod_latency_ms
 from kubeio.client import COMMANDS, JOBS, WORKLOADS, resource_for_kind
 from kubeio.errors import (
     AlreadyExistsError,
@@ -263,6 +264,9 @@ class Applier:
         self._cache.store_written(kind, created)
         if kind == "Pod":
             self._metrics.pod_creates.inc()
+            latency = job_to_pod_latency_ms(job, created)
+            if latency is not None:
+                self._metrics.job_to_pod_latency.observe(latency)
         return None
 
     def _check_job_alive(self, job: WireObject, uid: str | None) -> None:

@@ -83,6 +83,16 @@ def test_volcano_queue_and_job_metrics(cluster: LocalCluster, namespace: str) ->
         assert value is not None, phase
     assert sample(text, "volcano_queue_weight", 'queue_name="default"') is not None
     assert re.search(r"^volcano_unschedule_job_count \S+$", text, re.MULTILINE)
+    # Volcano 1.15's histogram: one observation per pod created, from the two creation times.
+    latency = "volcano_controller_job_to_pod_creation_latency_milliseconds"
+    pods = len(
+        json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout)["items"]
+    )
+    observed = re.search(rf"^{latency}_count (\S+)$", text, re.MULTILINE)
+    assert observed is not None and float(observed.group(1)) >= pods >= 2
+    # Volcano's buckets: 30 from 50 ms to a minute, and +Inf.
+    assert len(re.findall(rf"^{latency}_bucket\{{", text, re.MULTILINE)) == 31
+    assert sample(text, f"{latency}_bucket", 'le="50.0"') is not None
     # Ours stay beside them.
     assert "controller_runtime_reconcile_total" in text
     state = json.loads(

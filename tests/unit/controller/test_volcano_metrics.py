@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from controller.volcanometrics import JobPhaseCounters, QueueCollector, Sample, queue_samples
+from controller.volcanometrics import (
+    JobPhaseCounters,
+    QueueCollector,
+    Sample,
+    exponential_buckets_range,
+    job_to_pod_latency_ms,
+    queue_samples,
+)
 
 
 def queue(name: str, spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
@@ -76,3 +84,45 @@ def test_job_phase_counters_count_completed_and_failed_and_forget_deleted_jobs()
     assert 'volcano_job_failed_phase_count{job_name="ns/b",queue_name="q1"} 1.0' in text
     counters.forget("ns/a")
     assert registry.get_sample_value("volcano_job_completed_phase_count", labels_a) is None
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "count", "expected"),
+    [
+        (1, 8, 4, (1.0, 2.0, 4.0, 8.0)),
+        (50, 60000, 30, None),  # Volcano's: checked for its ends and length below
+    ],
+)
+def test_exponential_buckets_range(
+    low: float, high: float, count: int, expected: tuple[float, ...] | None
+) -> None:
+    buckets = exponential_buckets_range(low, high, count)
+    assert len(buckets) == count
+    assert buckets[0] == pytest.approx(low) and buckets[-1] == pytest.approx(high)
+    if expected is not None:
+        assert buckets == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("low", "high", "count"), [(0, 1, 3), (5, 5, 3), (1, 2, 1)])
+def test_exponential_buckets_range_refuses_what_has_no_range(
+    low: float, high: float, count: int
+) -> None:
+    with pytest.raises(ValueError, match="need 0 < low < high"):
+        exponential_buckets_range(low, high, count)
+
+
+def created(at: str | None) -> dict[str, Any]:
+    return {"metadata": {"creationTimestamp": at} if at else {}}
+
+
+@pytest.mark.parametrize(
+    ("job", "pod", "expected"),
+    [
+        ("2026-01-01T00:00:00Z", "2026-01-01T00:00:03Z", 3000.0),
+        ("2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", 0.0),
+        (None, "2026-01-01T00:00:03Z", None),
+        ("2026-01-01T00:00:00Z", "yesterday", None),
+    ],
+)
+def test_job_to_pod_latency_ms(job: str | None, pod: str | None, expected: float | None) -> None:
+    assert job_to_pod_latency_ms(created(job), created(pod)) == expected
