@@ -95,6 +95,8 @@ WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
 RESOURCE_FLAVORS = Resource(
     "kueue.x-k8s.io", "v1beta2", "resourceflavors", "ResourceFlavor", namespaced=False
 )
+JOBFLOWS = Resource("flow.volcano.sh", "v1alpha1", "jobflows", "JobFlow")
+JOBTEMPLATES = Resource("flow.volcano.sh", "v1alpha1", "jobtemplates", "JobTemplate")
 
 _BY_KIND = {
     r.kind: r

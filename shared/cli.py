@@ -23,7 +23,16 @@ ENTRY_POINT_GROUP = "vcjob.commands"
 OPTIONAL_COMMANDS = {"local": "pip install 'vcjob[local]' (the vcjob-localcluster distribution)"}
 # The commands for users of a cluster (vcctl's), the only ones `kubectl vcjob` offers; the others
 # (webhook, controller, local, crds, certs) run or set up vcjob itself.
-USER_COMMANDS = ("job", "queue", "suspend", "resume")
+USER_COMMANDS = (
+    "job",
+    "queue",
+    "jobflow",
+    "jobtemplate",
+    "pod",
+    "suspend",
+    "resume",
+    "version",
+)
 KUBECTL_PLUGIN = "kubectl vcjob"
 
 
@@ -213,8 +222,8 @@ def certs_command(out_dir: Path, hosts: tuple[str, ...], days: int) -> None:
 @click.group(cls=KubectlPluginGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vcjob")
 def kubectl_group() -> None:
-    """kubectl vcjob: run, list, view, explain, suspend, resume and delete Volcano Jobs, and
-    manage Queues (vcctl's commands)."""
+    """kubectl vcjob: run, list, view, explain, suspend, resume and delete Volcano Jobs, list
+    their pods, and manage Queues, JobFlows and JobTemplates (vcctl's commands)."""
 
 
 def kubectl_main() -> Any:

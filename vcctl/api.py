@@ -14,7 +14,9 @@ from typing import Final, TypeVar
 from kubeio.client import (
     COMMANDS,
     EVENTS,
+    JOBFLOWS,
     JOBS,
+    JOBTEMPLATES,
     PODGROUPS,
     PODS,
     QUEUES,
@@ -32,6 +34,8 @@ CLI_QPS: Final = 0.0
 CONNECT_RETRIES: Final = 1
 # Server-side field validation: unknown and duplicate fields fail the create (kubectl's default).
 STRICT_FIELDS: Final = {"fieldValidation": "Strict"}
+# The flow.volcano.sh objects of `vcjob jobflow|jobtemplate`, by kind.
+FLOW_RESOURCES: Final = {r.kind: r for r in (JOBFLOWS, JOBTEMPLATES)}
 
 
 class ApiError(Exception):
@@ -140,6 +144,41 @@ class VolcanoApi:
 
     def list_podgroups(self) -> list[WireObject]:
         return self._items(PODGROUPS.path())
+
+    # --- JobFlows and JobTemplates (by kind: `JobFlow` or `JobTemplate`) ------------------------
+
+    def list_flow_objects(self, kind: str, namespace: str | None) -> list[WireObject]:
+        return self._items(FLOW_RESOURCES[kind].path(namespace))
+
+    def get_flow_object(self, kind: str, namespace: str, name: str) -> WireObject:
+        return self._call(
+            f'{kind.lower()} "{name}" not found in namespace "{namespace}"',
+            lambda: self.kube.get(FLOW_RESOURCES[kind], namespace, name),
+        )
+
+    def create_flow_object(self, kind: str, namespace: str, body: WireObject) -> WireObject:
+        """Refused with their path when the schema does not know a field, as `create_job`."""
+        res = FLOW_RESOURCES[kind]
+        return self._call(
+            f'namespace "{namespace}" not found (or the {kind} CRD is not installed)',
+            lambda: self.kube.request("POST", res.path(namespace), query=STRICT_FIELDS, body=body),
+        )
+
+    def delete_flow_object(self, kind: str, namespace: str, name: str) -> None:
+        if not name:  # without a name, DELETE would go to the whole collection
+            raise ApiError(f"cannot delete a {kind} without a name")
+        self._call(
+            f'{kind.lower()} "{name}" not found in namespace "{namespace}"',
+            lambda: self.kube.request("DELETE", FLOW_RESOURCES[kind].path(namespace, name)),
+        )
+
+    # --- Pods of Volcano Jobs (`vcjob pod list`) ---------------------------------------------
+
+    def list_pods(self, namespace: str | None, label_selector: str = "") -> list[WireObject]:
+        """The pods of `namespace` (None: of every namespace) that match the label selector."""
+        query = {"labelSelector": label_selector} if label_selector else None
+        result = self._call("", lambda: self.kube.request("GET", PODS.path(namespace), query=query))
+        return list(result.get("items") or [])
 
     # --- `vcjob job why` -----------------------------------------------------------------------
 

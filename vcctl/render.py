@@ -51,6 +51,18 @@ def _row(cells: Sequence[tuple[str, int]]) -> str:
     return "".join(v.ljust(w) if len(v) < w else v + " " for v, w in cells).rstrip()
 
 
+def padded_table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], spacing: int, *, sized_by_header: bool
+) -> str:
+    """Every column as wide as its longest cell plus `spacing` (vcctl's `%-<max+n>s` tables of
+    jobflows, job templates and pods); the header's cells count unless `sized_by_header` is
+    False (vcctl's pod table sizes its columns by the values only)."""
+    lines = [list(header), *(list(r) for r in rows)]
+    sizing = lines if sized_by_header else lines[1:]
+    widths = [max(len(line[i]) for line in sizing) + spacing for i in range(len(header))]
+    return "\n".join(_row(list(zip(line, widths, strict=True))) for line in lines)
+
+
 def _creation(obj: WireObject, zone: tzinfo | None) -> str:
     stamp = (obj.get("metadata") or {}).get("creationTimestamp")
     if not stamp:
@@ -133,6 +145,48 @@ def queue_table(queues: Sequence[WireObject], phases: dict[str, Counter[str]]) -
         ]
         lines.append(_row(list(zip(cells, widths, strict=True))))
     return "\n".join(lines)
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's AGE (apimachinery's `HumanDuration`): exact for short spans, coarser as they
+    grow (`90s`, `5m3s`, `47m`, `3h20m`, `30h`, `4d2h`, `200d`, `3y14d`)."""
+    whole = int(seconds)
+    if whole < -1:
+        return "<invalid>"
+    if whole < 0:
+        return "0s"
+    if whole < 120:
+        return f"{whole}s"
+    minutes = whole // 60
+    if minutes < 10:
+        rest = whole % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = whole // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{days}d{rest}h" if rest else f"{days}d"
+    if hours < 24 * 365 * 2:
+        return f"{days}d"
+    if hours < 24 * 365 * 8:
+        rest = days % 365
+        return f"{days // 365}y{rest}d" if rest else f"{days // 365}y"
+    return f"{days // 365}y"
+
+
+def since(stamp: Any, now: datetime) -> str:
+    """The age of an RFC 3339 timestamp at `now`; `<unknown>` when there is none."""
+    moment = parse_time(stamp) if stamp else None
+    if moment is None:
+        return "<unknown>"
+    return human_duration((now - moment).total_seconds())
 
 
 def as_list(items: Sequence[WireObject]) -> WireObject:

@@ -219,7 +219,9 @@ def test_the_kubectl_plugin_offers_only_the_user_commands(cluster: LocalCluster)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("Usage: kubectl vcjob ")
     commands = [line.split()[0] for line in shown.stdout.split("Commands:\n")[1].splitlines()]
-    assert commands == ["job", "queue", "resume", "suspend"]
+    assert commands == [
+        "job", "jobflow", "jobtemplate", "pod", "queue", "resume", "suspend", "version",
+    ]  # fmt: skip
     server = run_script(cluster, "kubectl", "vcjob", "controller")
     assert server.returncode == 2
     assert "run `vcjob controller`" in server.stderr

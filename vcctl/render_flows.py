@@ -1,0 +1,67 @@
+"""What `vcjob jobflow` and `vcjob jobtemplate` print, as pure functions of the objects: vcctl's
+tables (each column as wide as its longest cell plus four) and the `describe` documents."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Final
+
+from shared.models.flow import FLOW_API_VERSION
+from vcctl.render import NO_RESOURCES, dump, padded_table, since
+
+WireObject = dict[str, Any]
+
+COLUMN_SPACING: Final = 4
+JOBFLOW_COLUMNS: Final = ("Name", "Namespace", "Phase", "Age")
+JOBTEMPLATE_COLUMNS: Final = ("Name", "Namespace")
+# Between two described objects: two empty lines, as vcctl prints them.
+DESCRIBE_SEPARATOR: Final = "\n\n\n"
+
+
+def _meta(obj: WireObject) -> WireObject:
+    return obj.get("metadata") or {}
+
+
+def jobflow_table(flows: Sequence[WireObject], now: datetime) -> str:
+    """`vcctl jobflow list` / `get`: Name, Namespace, Phase (`status.state.phase`), Age."""
+    if not flows:
+        return NO_RESOURCES
+    rows = [
+        [
+            str(_meta(f).get("name") or ""),
+            str(_meta(f).get("namespace") or ""),
+            str(((f.get("status") or {}).get("state") or {}).get("phase") or ""),
+            since(_meta(f).get("creationTimestamp"), now),
+        ]
+        for f in flows
+    ]
+    return padded_table(JOBFLOW_COLUMNS, rows, COLUMN_SPACING, sized_by_header=True)
+
+
+def jobtemplate_table(templates: Sequence[WireObject]) -> str:
+    """`vcctl jobtemplate list` / `get`: Name and Namespace only (vcctl shows no age)."""
+    if not templates:
+        return NO_RESOURCES
+    rows = [
+        [str(_meta(t).get("name") or ""), str(_meta(t).get("namespace") or "")] for t in templates
+    ]
+    return padded_table(JOBTEMPLATE_COLUMNS, rows, COLUMN_SPACING, sized_by_header=True)
+
+
+def described(obj: WireObject, kind: str) -> WireObject:
+    """The object as `describe` shows it: without managedFields, apiVersion and kind set."""
+    shown = copy.deepcopy(obj)
+    shown.setdefault("apiVersion", FLOW_API_VERSION)
+    shown.setdefault("kind", kind)
+    (shown.get("metadata") or {}).pop("managedFields", None)
+    return shown
+
+
+def describe(objects: Sequence[WireObject], kind: str, output: str) -> str:
+    """`vcctl jobflow|jobtemplate describe`: each object as YAML (or JSON), two empty lines
+    between them; `No resources found` when there is none."""
+    if not objects:
+        return NO_RESOURCES
+    return DESCRIBE_SEPARATOR.join(dump(described(o, kind), output) for o in objects)
