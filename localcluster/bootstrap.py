@@ -22,6 +22,8 @@ from shared.labels import (
     HYPERNODE_VALIDATING_WEBHOOK_NAME,
     MUTATE_PATH,
     MUTATING_WEBHOOK_NAME,
+    POD_MUTATE_PATH,
+    POD_MUTATING_WEBHOOK_NAME,
     POD_VALIDATE_PATH,
     POD_VALIDATING_WEBHOOK_NAME,
     PODGROUP_MUTATE_PATH,
@@ -71,8 +73,11 @@ def namespace(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
-def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The Mutating- and ValidatingWebhookConfiguration the chart installs, aimed at 127.0.0.1."""
+def webhook_configurations(
+    port: int, ca_pem: bytes, *, pod_mutation: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Mutating- and ValidatingWebhookConfiguration the chart installs, aimed at 127.0.0.1;
+    with `pod_mutation`, the `/pods/mutate` hook of the SchedulingGatesQueueAdmission gate."""
     ca_bundle = base64.b64encode(ca_pem).decode()
     labels = {"app.kubernetes.io/name": "vcjob", "app.kubernetes.io/component": "webhook"}
 
@@ -115,6 +120,19 @@ def webhook_configurations(port: int, ca_pem: bytes) -> tuple[dict[str, Any], di
         hook(QUEUE_MUTATING_WEBHOOK_NAME, QUEUE_MUTATE_PATH, ["CREATE"], **queues),
         hook(PODGROUP_MUTATING_WEBHOOK_NAME, PODGROUP_MUTATE_PATH, ["CREATE"], **podgroups),
     ]
+    if pod_mutation:
+        # Every pod passes here, as in the chart: a webhook that is down must not stop them.
+        extra_mutating.append(
+            hook(
+                POD_MUTATING_WEBHOOK_NAME,
+                POD_MUTATE_PATH,
+                ["CREATE"],
+                resource="pods",
+                group="",
+                version="v1",
+                failure_policy="Ignore",
+            )
+        )
     extra_validating = [
         hook(
             QUEUE_VALIDATING_WEBHOOK_NAME,

@@ -15,6 +15,7 @@ from localcluster.simulator.nodes import NodeShape
 from localcluster.up import LocalControlPlane
 from shared import quantity
 from shared.duration import parse_duration
+from shared.featuregates import parse_feature_gates
 from shared.logging import LOG_FORMAT_CHOICES, configure_logging
 
 
@@ -55,6 +56,15 @@ def _run_image(
             parse_image_mapping(mapping)
         except ValueError as err:
             raise click.BadParameter(str(err)) from err
+    return value
+
+
+def _feature_gates(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Checked here, passed on to the webhook as written."""
+    try:
+        parse_feature_gates(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from err
     return value
 
 
@@ -197,6 +207,15 @@ def local_group() -> None:
     help="Run pods whose image is REPOSITORY as real processes, COMMAND being the image's "
     "entrypoint (repeatable). The chart's image always maps to this installation's `vcjob`.",
 )
+@click.option(
+    "--feature-gates",
+    default="",
+    callback=_feature_gates,
+    metavar="NAME=true,…",
+    help="Volcano's alpha features for the webhook (and its /pods/mutate hook): "
+    "SchedulingGatesQueueAdmission. The node agent lifts Volcano's queue gate as Volcano's "
+    "scheduler does with the gate on.",
+)
 def up_command(
     port: int,
     directory: Path,
@@ -218,6 +237,7 @@ def up_command(
     bare: bool,
     audit_log: Path | None,
     run_images: tuple[str, ...],
+    feature_gates: str,
 ) -> None:
     """Start the local cluster in the foreground; Ctrl-C or SIGTERM stops it.
 
@@ -246,6 +266,7 @@ def up_command(
         bare=bare,
         audit_log=audit_log,
         run_images=run_images,
+        feature_gates=feature_gates,
     )
     sys.exit(LocalControlPlane(options).run())
 

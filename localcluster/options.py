@@ -35,6 +35,8 @@ class UpOptions:
     audit_log: Path | None = None
     # REPOSITORY=COMMAND: pods of that image run as real processes (see simulator/images.py).
     run_images: tuple[str, ...] = ()
+    # Volcano's alpha feature gates for the webhook (shared.featuregates), `Name=true,…`.
+    feature_gates: str = ""
 
     @property
     def kubeconfig(self) -> Path:

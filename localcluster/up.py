@@ -81,6 +81,7 @@ from localcluster.simulator.client import (
 )
 from localcluster.tools import PROJECT_ROOT
 from shared import certgen, crdgen
+from shared.featuregates import SCHEDULING_GATES_QUEUE_ADMISSION, parse_feature_gates
 from shared.labels import DEFAULT_QUEUE
 
 log = logging.getLogger("localcluster.up")
@@ -412,6 +413,8 @@ class LocalControlPlane:
                 # Nothing balances load here: there is no point in serving on after SIGTERM.
                 "--shutdown-delay", "0.5",
             ]  # fmt: skip
+            if options.feature_gates:
+                argv += ["--feature-gates", options.feature_gates]
             child = self._spawn(
                 "webhook",
                 argv,
@@ -427,7 +430,12 @@ class LocalControlPlane:
             if outcome is Readiness.MISSING:
                 return
             if outcome is Readiness.READY:
-                mutating, validating = webhook_configurations(port, bundle.ca.cert_pem)
+                gates = parse_feature_gates(options.feature_gates)
+                mutating, validating = webhook_configurations(
+                    port,
+                    bundle.ca.cert_pem,
+                    pod_mutation=SCHEDULING_GATES_QUEUE_ADMISSION in gates,
+                )
                 client.apply(MUTATING_WEBHOOKS, mutating)
                 client.apply(VALIDATING_WEBHOOKS, validating)
                 log.info("webhook registered", extra={"port": port})

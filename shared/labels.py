@@ -65,12 +65,18 @@ QUEUE_VALIDATE_PATH: Final = "/queues/validate"
 PODGROUP_MUTATE_PATH: Final = "/podgroups/mutate"
 PODGROUP_VALIDATE_PATH: Final = "/podgroups/validate"
 POD_VALIDATE_PATH: Final = "/pods/validate"
+POD_MUTATE_PATH: Final = "/pods/mutate"
 HYPERNODE_VALIDATE_PATH: Final = "/hypernodes/validate"
 QUEUE_MUTATING_WEBHOOK_NAME: Final = "mutatequeue.vcjob.volcano.sh"
 QUEUE_VALIDATING_WEBHOOK_NAME: Final = "validatequeue.vcjob.volcano.sh"
 PODGROUP_MUTATING_WEBHOOK_NAME: Final = "mutatepodgroup.vcjob.volcano.sh"
 PODGROUP_VALIDATING_WEBHOOK_NAME: Final = "validatepodgroup.vcjob.volcano.sh"
 POD_VALIDATING_WEBHOOK_NAME: Final = "validatepod.vcjob.volcano.sh"
+POD_MUTATING_WEBHOOK_NAME: Final = "mutatepod.vcjob.volcano.sh"
+# Volcano 1.15's SchedulingGatesQueueAdmission (alpha): a pod annotated with this key "true" is
+# created with a scheduling gate of the same name, which the gang scheduler removes once the
+# pod's queue has room for it, so that autoscalers never see it Unschedulable for want of quota.
+QUEUE_ALLOCATION_GATE_KEY: Final = "scheduling.volcano.sh/queue-allocation-gate"
 HYPERNODE_VALIDATING_WEBHOOK_NAME: Final = "validatehypernode.vcjob.volcano.sh"
 
 

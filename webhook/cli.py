@@ -19,12 +19,19 @@ from shared.cli import (
     show_environment_variables,
 )
 from shared.logging import LOG_FORMAT_CHOICES, configure_logging, stderr_log_format
-from webhook.settings import Settings
+from webhook.settings import Settings, parse_feature_gates
 
 log = logging.getLogger("webhook")
 
 ENV_PREFIX = "VCJOB_WEBHOOK"
 FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+def _feature_gates(ctx: click.Context, param: click.Parameter, value: str) -> frozenset[str]:
+    try:
+        return parse_feature_gates(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _api_client(kubeconfig: Path | None) -> Any:
@@ -194,6 +201,15 @@ def _start_self_managed_certs(
     "goes in any state, as in Volcano 1.14 and later).",
 )
 @click.option(
+    "--feature-gates",
+    default="",
+    callback=_feature_gates,
+    help="Volcano's alpha features, as Name=true pairs separated by commas: "
+    "SchedulingGatesQueueAdmission (pods annotated scheduling.volcano.sh/queue-allocation-gate="
+    "true get a scheduling gate the gang scheduler lifts once their queue has room; needs the "
+    "/pods/mutate webhook registered).",
+)
+@click.option(
     "--validating-config",
     default="vcjob-validating-webhook",
     show_default=True,
@@ -223,6 +239,7 @@ def webhook_command(
     mutating_config: str,
     validating_config: str,
     queue_delete_requires_closed: bool,
+    feature_gates: frozenset[str],
 ) -> None:
     """Serve the Job admission webhook (mutating and validating) over TLS."""
     if certs_mode == "files":
@@ -278,6 +295,7 @@ def webhook_command(
         read_timeout=read_timeout,
         max_concurrent_requests=max_concurrent_requests,
         queue_delete_requires_closed=queue_delete_requires_closed,
+        feature_gates=feature_gates,
     )
     cluster = None
     if api_client is not None:

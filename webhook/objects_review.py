@@ -34,7 +34,7 @@ from webhook.review import (
 )
 from webhook.rules import hypernodes, podgroups, pods, queues
 from webhook.rules.verdict import Verdict
-from webhook.settings import Settings
+from webhook.settings import SCHEDULING_GATES_QUEUE_ADMISSION, Settings
 from webhook.validation import QueueView
 
 log = logging.getLogger(__name__)
@@ -349,6 +349,10 @@ def answer_pod(
     req = _open(body, POD, ("CREATE",))
     if isinstance(req, Answer):
         return req
+    if kind is Kind.MUTATE:
+        if SCHEDULING_GATES_QUEUE_ADMISSION not in settings.feature_gates:
+            return _allow(req, [])
+        return _allow(req, [], req.object, pods.gated_for_queue_allocation(req.object))
     return _verdict(req, POD, pods.validate_pod(req.object, (settings.scheduler_name,)))
 
 
@@ -371,6 +375,7 @@ ROUTES: Final[dict[str, tuple[Kind, ObjectAnswerFn]]] = {
     labels.QUEUE_VALIDATE_PATH: (Kind.VALIDATE, answer_queue),
     labels.PODGROUP_MUTATE_PATH: (Kind.MUTATE, answer_podgroup),
     labels.PODGROUP_VALIDATE_PATH: (Kind.VALIDATE, answer_podgroup),
+    labels.POD_MUTATE_PATH: (Kind.MUTATE, answer_pod),
     labels.POD_VALIDATE_PATH: (Kind.VALIDATE, answer_pod),
     labels.HYPERNODE_VALIDATE_PATH: (Kind.VALIDATE, answer_hypernode),
 }

@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Literal
 
 from shared import labels
+from shared.featuregates import SCHEDULING_GATES_QUEUE_ADMISSION, parse_feature_gates
+
+__all__ = ["SCHEDULING_GATES_QUEUE_ADMISSION", "Settings", "parse_feature_gates"]
 
 
 @dataclass(frozen=True)
@@ -35,3 +38,5 @@ class Settings:
     # Queue DELETE: with this on, only a Closed queue may go (Volcano before 1.14). Off by default,
     # as Volcano today deletes a queue in any state.
     queue_delete_requires_closed: bool = False
+    # Volcano's alpha feature gates the webhook honours (`--feature-gates Name=true`).
+    feature_gates: frozenset[str] = frozenset()

@@ -23,6 +23,7 @@ from typing import Any
 from localcluster.simulator import kubelet, nodes, scheduling, work
 from localcluster.simulator.client import (
     EVENTS,
+    JSON_PATCH,
     LEASES,
     NODES,
     PODGROUPS,
@@ -34,6 +35,7 @@ from localcluster.simulator.client import (
 )
 from localcluster.simulator.informer import Informer, object_key
 from localcluster.simulator.runtime import ProcessRuntime
+from shared.labels import QUEUE_ALLOCATION_GATE_KEY
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,19 @@ def scheduled_event(
         now,
         kind="Normal",
     )
+
+
+def lift_queue_gate_patch() -> list[dict[str, Any]]:
+    """JSON patch that removes the pod's scheduling gates if they are Volcano's queue gate alone:
+    a gate someone else added meanwhile fails the `test`, and stays."""
+    return [
+        {
+            "op": "test",
+            "path": "/spec/schedulingGates",
+            "value": [{"name": QUEUE_ALLOCATION_GATE_KEY}],
+        },
+        {"op": "remove", "path": "/spec/schedulingGates"},
+    ]
 
 
 def unschedulable_patch(failure: scheduling.PodSchedulingFailure, now: datetime) -> dict[str, Any]:
@@ -257,10 +272,29 @@ class Simulator:
             self._record_podgroup_event(event)
         for queue_status in decisions.queue_status:
             self._write_queue_status(queue_status)
+        for namespace, name in decisions.ungate:
+            self._lift_queue_gate(namespace, name)
         for binding in decisions.bind:
             self._bind(binding)
         for failure in decisions.unschedulable_pods:
             self._mark_unschedulable(failure)
+
+    def _lift_queue_gate(self, namespace: str, name: str) -> None:
+        """Remove Volcano's queue allocation gate, as Volcano's scheduler does, only while it is
+        the pod's one gate (the `test` fails the patch otherwise); the pod is placed once the
+        watch brings it back ungated."""
+        try:
+            updated = self._client.patch(
+                PODS, name, lift_queue_gate_patch(), namespace, content_type=JSON_PATCH
+            )
+        except ApiError as err:
+            if not (err.not_found or err.code in (409, 422)):
+                log.warning(
+                    "lifting the queue gate failed",
+                    extra={"namespace": namespace, "pod": name, "error": str(err)},
+                )
+            return
+        self.pods.observe(updated)
 
     def _write_podgroup_status(self, status: scheduling.PodGroupStatus) -> None:
         """A plain update of the main resource, as Volcano's scheduler writes PodGroup status

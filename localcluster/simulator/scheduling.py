@@ -67,7 +67,7 @@ from localcluster.simulator.resources import (
     pod_requests,
     subtract,
 )
-from shared.labels import POD_GROUP_KEY
+from shared.labels import POD_GROUP_KEY, QUEUE_ALLOCATION_GATE_KEY
 
 GANG_SCHEDULER = "volcano"
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
@@ -140,6 +140,9 @@ class PodView(Placement):
     terminating: bool = False
     # spec.schedulingGates: no scheduler considers the pod until they are removed.
     gated: bool = False
+    # Gated by Volcano's queue allocation gate alone, and opted in by its annotation: the gang
+    # scheduler lifts the gate once the pod's gang is admitted to its queue.
+    queue_gated: bool = False
     created: str = ""
     # The pod's PodScheduled condition as stored, to write only what changed.
     scheduled: Condition | None = None
@@ -270,6 +273,8 @@ class Decisions:
     events: tuple[PodGroupEvent, ...] = ()
     queue_status: tuple[QueueStatus, ...] = ()
     unschedulable_pods: tuple[PodSchedulingFailure, ...] = ()
+    # Pods (namespace, name) whose queue allocation gate to lift: their gang is in its queue.
+    ungate: tuple[tuple[str, str], ...] = ()
 
 
 # -- views of wire objects -------------------------------------------------------------------
@@ -329,6 +334,8 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         group=str(annotations.get(POD_GROUP_KEY) or ""),
         terminating=bool(metadata.get("deletionTimestamp")),
         gated=bool(spec.get("schedulingGates")),
+        queue_gated=spec.get("schedulingGates") == [{"name": QUEUE_ALLOCATION_GATE_KEY}]
+        and annotations.get(QUEUE_ALLOCATION_GATE_KEY) == "true",
         created=str(metadata.get("creationTimestamp") or ""),
         scheduled=scheduled,
     )
@@ -799,6 +806,15 @@ def schedule(
     )
     admitted_set = set(admitted)
     groups = {(g.namespace, g.name): g for g in ordered_groups}
+    # Volcano's SchedulingGatesQueueAdmission: a gated pod waits, never Unschedulable, until its
+    # queue takes its gang; then the gate goes and it is placed like any other.
+    ungate = tuple(
+        (p.namespace, p.name)
+        for key, group in groups.items()
+        if group.admitted or key in admitted_set
+        for p in members.get(key, ())
+        if p.queue_gated and p.scheduler_name == scheduler_name and not p.terminating
+    )
 
     # Units of placement, oldest first: a whole gang, or a single pod.
     units: list[tuple[str, int, list[PodView], tuple[str, str] | None]] = []
@@ -894,4 +910,5 @@ def schedule(
         events=tuple(events),
         queue_status=tuple(queue_updates),
         unschedulable_pods=tuple(failures),
+        ungate=ungate,
     )

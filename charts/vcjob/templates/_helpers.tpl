@@ -163,3 +163,12 @@ failureThreshold: {{ .probe.failureThreshold }}
 {{- "default" }}
 {{- end }}
 {{- end }}
+
+{{/* Feature gates as `Name=true,Other=false`, names sorted. */}}
+{{- define "vcjob.featureGates" -}}
+{{- $pairs := list -}}
+{{- range $name, $on := . -}}
+{{- $pairs = append $pairs (printf "%s=%t" $name $on) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end }}

@@ -1,5 +1,6 @@
 """One local cluster (webhook, controller, node agent with two 8-CPU nodes) for the PodGroup
-controller, the gang scheduler's Unknown phase and Volcano's metric names."""
+controller, the gang scheduler's Unknown phase, Volcano's metric names and its queue allocation
+gate (the webhook runs with SchedulingGatesQueueAdmission on)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     # its pods; what they read cluster-wide, the default Queue and metric names, they only read).
     # Pods run for ten minutes unless they say otherwise: gangs stay Running while tested.
     with running_cluster(
-        tmp_path_factory.mktemp("podgroups"), controller=True, nodes=2, pod_runtime="600s"
+        tmp_path_factory.mktemp("podgroups"),
+        controller=True,
+        nodes=2,
+        pod_runtime="600s",
+        extra_args=("--feature-gates", "SchedulingGatesQueueAdmission=true"),
     ) as running:
         yield running
 

@@ -198,6 +198,37 @@ def test_hypernode_members(webhook: WebhookProcess) -> None:
     assert "member must have at least one member" in answer["status"]["message"]
 
 
+def opted_in_pod() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "annotations": {labels.QUEUE_ALLOCATION_GATE_KEY: "true"},
+        },
+        "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+def test_pod_mutation_adds_the_queue_gate_only_with_its_feature_gate(
+    webhook: WebhookProcess, start_webhook: Callable[..., WebhookProcess]
+) -> None:
+    # Off by default, as in Volcano: allowed untouched.
+    answer = post(webhook, labels.POD_MUTATE_PATH, review(PODS, opted_in_pod()))
+    assert answer["allowed"] is True and "patch" not in answer
+    gated = start_webhook("--feature-gates", "SchedulingGatesQueueAdmission=true")
+    answer = post(gated, labels.POD_MUTATE_PATH, review(PODS, opted_in_pod()))
+    assert answer["allowed"] is True and answer["patchType"] == "JSONPatch"
+    assert json.loads(base64.b64decode(answer["patch"])) == [
+        {
+            "op": "add",
+            "path": "/spec/schedulingGates",
+            "value": [{"name": labels.QUEUE_ALLOCATION_GATE_KEY}],
+        }
+    ]
+
+
 def test_podgroup_networktopology_and_wrong_operation(webhook: WebhookProcess) -> None:
     resource = {**SCHEDULING, "resource": "podgroups"}
     group = {

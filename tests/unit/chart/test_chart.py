@@ -691,6 +691,24 @@ def test_queue_deletion_asks_for_a_closed_queue_only_when_the_value_says_so() ->
     assert "--queue-delete-requires-closed" in container(strict, "vcjob-webhook")["args"]
 
 
+def test_the_queue_allocation_gate_adds_its_flag_and_pod_mutation_only_when_on() -> None:
+    hooks = [
+        h["name"]
+        for d in render()
+        if d["kind"] == "MutatingWebhookConfiguration"
+        for h in d["webhooks"]
+    ]
+    assert "mutatepod.vcjob.volcano.sh" not in hooks
+    docs = render("webhook.featureGates.SchedulingGatesQueueAdmission=true")
+    args = container(docs, "vcjob-webhook")["args"]
+    assert arg_value(args, "--feature-gates") == "SchedulingGatesQueueAdmission=true"
+    (mutating,) = find(docs, "MutatingWebhookConfiguration")
+    (pod_hook,) = [h for h in mutating["webhooks"] if h["name"] == "mutatepod.vcjob.volcano.sh"]
+    assert pod_hook["clientConfig"]["service"]["path"] == "/pods/mutate"
+    assert pod_hook["failurePolicy"] == "Ignore"
+    assert pod_hook["rules"][0]["resources"] == ["pods"]
+
+
 def test_gang_scheduling_can_be_turned_off() -> None:
     result = subprocess.run(
         [

@@ -1072,3 +1072,88 @@ def test_a_gang_whose_members_all_finished_is_completed(
     if expected == "Completed":
         (queue_status,) = decisions.queue_status
         assert queue_status.status["completed"] == 1
+
+
+def queue_gated(name: str, group: str, **fields: object) -> PodView:
+    return replace(pod(name, group=group, gated=True), queue_gated=True, **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("group", "pods", "queues", "lifted"),
+    [
+        pytest.param(
+            pending("pg", "1"),
+            [queue_gated("a", "pg")],
+            [queue()],
+            (("ns", "a"),),
+            id="admitted-now",
+        ),
+        pytest.param(
+            gang("pg", 1, cpu="1"),
+            [queue_gated("a", "pg")],
+            [queue()],
+            (("ns", "a"),),
+            id="in-queue",
+        ),
+        pytest.param(
+            pending("pg", "2"),
+            [queue_gated("a", "pg")],
+            [queue(capability={"cpu": "1"})],
+            (),
+            id="no-room-in-the-queue",
+        ),
+        pytest.param(
+            gang("pg", 1, cpu="1"),
+            [replace(pod("a", group="pg", gated=True), queue_gated=False)],
+            [queue()],
+            (),
+            id="other-gates-stay",
+        ),
+        pytest.param(
+            gang("pg", 1, cpu="1"),
+            [queue_gated("a", "pg", scheduler_name="default-scheduler")],
+            [queue()],
+            (),
+            id="another-schedulers-pod",
+        ),
+        pytest.param(
+            gang("pg", 1, cpu="1"),
+            [queue_gated("a", "pg", terminating=True)],
+            [queue()],
+            (),
+            id="terminating",
+        ),
+    ],
+)
+def test_the_queue_gate_is_lifted_once_the_gang_is_in_its_queue(
+    group: PodGroupView, pods: list[PodView], queues: list[QueueView], lifted: tuple[object, ...]
+) -> None:
+    decisions = schedule([node("n1", cpu="8")], pods, [group], queues=queues, now=NOW)
+    assert decisions.ungate == lifted
+    # A gated pod is never placed nor marked unschedulable in the round that lifts its gate.
+    assert decisions.bind == () and decisions.unschedulable_pods == ()
+
+
+@pytest.mark.parametrize(
+    ("gates", "annotation", "queue_gated_"),
+    [
+        ([{"name": "scheduling.volcano.sh/queue-allocation-gate"}], "true", True),
+        ([{"name": "scheduling.volcano.sh/queue-allocation-gate"}], None, False),
+        (
+            [{"name": "scheduling.volcano.sh/queue-allocation-gate"}, {"name": "other"}],
+            "true",
+            False,
+        ),
+        (None, "true", False),
+    ],
+)
+def test_pod_view_reads_the_queue_gate(
+    gates: list[dict[str, str]] | None, annotation: str | None, queue_gated_: bool
+) -> None:
+    metadata: dict[str, object] = {"namespace": "ns", "name": "p"}
+    if annotation is not None:
+        metadata["annotations"] = {"scheduling.volcano.sh/queue-allocation-gate": annotation}
+    spec: dict[str, object] = {"containers": [{"name": "c"}]}
+    if gates is not None:
+        spec["schedulingGates"] = gates
+    assert pod_view({"metadata": metadata, "spec": spec}).queue_gated is queue_gated_
