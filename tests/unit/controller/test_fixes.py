@@ -6,6 +6,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from builders import (
     T0,
     World,
@@ -362,3 +363,19 @@ def test_fix_10_a_job_restart_raises_no_job_updated() -> None:
     assert world.status["retryCount"] == 1
     assert world.phase == "Running"
     assert all(job_updated_events(p) == [] for p in world.plans)
+
+
+@pytest.mark.parametrize("action", ["RestartPod", "RestartTask"])
+def test_a_targeted_restart_keeps_the_podgroup_as_volcano_1_16(action: str) -> None:
+    """Volcano 1.16: RestartPod (and RestartTask) no longer delete the PodGroup; the gang keeps
+    its admission while one pod or task is replaced."""
+    world = running_world(job("j").task("w", 2).policy(event="PodFailed", action=action))
+    assert world.pod_group is not None
+    uid = world.pod_group["metadata"]["uid"]
+    world.set_pod("j-w-0", "Failed", exit_code=1)
+    world.settle(3)
+    assert world.status["retryCount"] == 1
+    for plan in world.plans[-3:]:
+        assert not [r for r in plan.delete if r.kind == "PodGroup"]
+        assert not [o for o in plan.create if o["kind"] == "PodGroup"]
+    assert world.pod_group is not None and world.pod_group["metadata"]["uid"] == uid
