@@ -40,7 +40,9 @@ import yaml
 from localcluster import testing
 from localcluster.testing import running_cluster
 
-SUITES = ("admission", "jobp", "jobseq", "cronjob")
+SUITES = ("admission", "jobp", "jobseq", "cronjob", "vcctl")
+# The vcctl suite runs Volcano's own vcctl binary (--vcctl) against the cluster.
+NEEDS_VCCTL = ("vcctl",)
 
 # Pods of these images run the container's command as a process on this machine; busybox's
 # entrypoint is its shell, and an nginx container without a command serves until deleted.
@@ -262,7 +264,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--suite",
         action="append",
         choices=SUITES,
-        help="suite to run (repeatable; default: all four)",
+        help="suite to run (repeatable; default: all, vcctl's only with --vcctl)",
     )
     parser.add_argument("--cache", type=Path, help="where test binaries are built")
     parser.add_argument("--workdir", type=Path, help="clusters, logs and reports (default: temp)")
@@ -288,7 +290,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         parser.error(
             f"--volcano-src {args.volcano_src}: no test/e2e folder (not Volcano's source?)"
         )
-    args.suite = args.suite or list(SUITES)
+    if args.suite and not args.vcctl and (needing := set(args.suite) & set(NEEDS_VCCTL)):
+        parser.error(
+            f"--suite {', '.join(sorted(needing))} runs Volcano's vcctl: pass --vcctl PATH"
+        )
+    args.suite = args.suite or [s for s in SUITES if args.vcctl or s not in NEEDS_VCCTL]
     args.cache = (args.cache or default_cache(args.volcano_src)).resolve()
     return args
 

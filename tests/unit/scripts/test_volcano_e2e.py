@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 
 def load() -> ModuleType:
     path = Path(__file__).resolve().parents[3] / "scripts" / "volcano_e2e.py"
@@ -68,3 +70,14 @@ def test_the_table_counts_each_suite_and_lists_the_failures(tmp_path: Path) -> N
     details = volcano_e2e.failures([result, broken])
     assert "jobp: [failed] Jobs Scale down\n    Expected <int>: 1 to equal 2" in details
     assert "cronjob: no JUnit report; see suite.log" in details
+
+
+def test_the_vcctl_suite_runs_only_with_volcanos_vcctl(tmp_path: Path) -> None:
+    src = tmp_path / "volcano"
+    (src / "test/e2e").mkdir(parents=True)
+    everything = volcano_e2e.parse_args(["--volcano-src", str(src)])
+    assert everything.suite == ["admission", "jobp", "jobseq", "cronjob"]
+    with_vcctl = volcano_e2e.parse_args(["--volcano-src", str(src), "--vcctl", "/bin/vcctl"])
+    assert with_vcctl.suite == ["admission", "jobp", "jobseq", "cronjob", "vcctl"]
+    with pytest.raises(SystemExit):
+        volcano_e2e.parse_args(["--volcano-src", str(src), "--suite", "vcctl"])
