@@ -216,6 +216,13 @@ def local_group() -> None:
     "SchedulingGatesQueueAdmission. The node agent lifts Volcano's queue gate as Volcano's "
     "scheduler does with the gate on.",
 )
+@click.option(
+    "--external-gang-scheduler",
+    is_flag=True,
+    help="Leave gang scheduling (PodGroup admission, binding the `volcano` scheduler's pods) to a "
+    "scheduler started apart, such as Volcano's vc-scheduler; the node agent then only runs the "
+    "pods bound to its nodes (kube-scheduler still places default-scheduler pods).",
+)
 def up_command(
     port: int,
     directory: Path,
@@ -238,6 +245,7 @@ def up_command(
     audit_log: Path | None,
     run_images: tuple[str, ...],
     feature_gates: str,
+    external_gang_scheduler: bool,
 ) -> None:
     """Start the local cluster in the foreground; Ctrl-C or SIGTERM stops it.
 
@@ -267,6 +275,7 @@ def up_command(
         audit_log=audit_log,
         run_images=run_images,
         feature_gates=feature_gates,
+        external_gang_scheduler=external_gang_scheduler,
     )
     sys.exit(LocalControlPlane(options).run())
 

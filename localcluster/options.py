@@ -37,6 +37,9 @@ class UpOptions:
     run_images: tuple[str, ...] = ()
     # Volcano's alpha feature gates for the webhook (shared.featuregates), `Name=true,…`.
     feature_gates: str = ""
+    # Another gang scheduler (Volcano's vc-scheduler) admits PodGroups and binds the `volcano`
+    # scheduler's pods; the node agent only runs pods.
+    external_gang_scheduler: bool = False
 
     @property
     def kubeconfig(self) -> Path:

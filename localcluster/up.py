@@ -534,6 +534,8 @@ class LocalControlPlane:
         ]  # fmt: skip
         for mapping in options.run_images:
             argv += ["--run-image", mapping]
+        if options.external_gang_scheduler:
+            argv.append("--no-gang-scheduling")
         self._spawn("simulator", argv, restart=True)
 
     # helpers

@@ -41,6 +41,12 @@ KUBELET_ADDRESS = "127.0.0.1"
 )
 @click.option("--scheduler-name", default="volcano", show_default=True, help="Gang scheduler name.")
 @click.option(
+    "--no-gang-scheduling",
+    is_flag=True,
+    help="Leave PodGroups and the gang scheduler's pods to another scheduler (Volcano's own): "
+    "only run the pods bound to the nodes.",
+)
+@click.option(
     "--kubelet-port",
     type=click.IntRange(1, 65535),
     default=DEFAULT_KUBELET_PORT,
@@ -67,6 +73,7 @@ def main(
     kubeconfig: Path,
     pod_runtime: str,
     scheduler_name: str,
+    no_gang_scheduling: bool,
     kubelet_port: int,
     log_format: str,
     pods_dir: Path | None,
@@ -96,6 +103,7 @@ def main(
             default_runtime=runtime,
             stop=stop,
             scheduler_name=scheduler_name,
+            gang_scheduling=not no_gang_scheduling,
             runtime=processes,
             kubelet_port=kubelet_port,
         )

@@ -145,6 +145,7 @@ class Simulator:
         default_runtime: timedelta,
         stop: threading.Event,
         scheduler_name: str = scheduling.GANG_SCHEDULER,
+        gang_scheduling: bool = True,
         now: Callable[[], datetime] = _now,
         runtime: ProcessRuntime | None = None,
         kubelet_port: int = nodes.DEFAULT_KUBELET_PORT,
@@ -171,10 +172,16 @@ class Simulator:
         self._scripts: dict[str, kubelet.Script] = {}
         self._work: dict[work.TaskKey, work.Progress] = {}
         self._threads = [
-            threading.Thread(target=self._loop, args=(self.schedule_once,), name="scheduler"),
             threading.Thread(target=self._kubelet_loop, name="kubelet"),
             threading.Thread(target=self._heartbeat_loop, name="heartbeat"),
         ]
+        # Without it another gang scheduler (Volcano's own) admits PodGroups and binds the
+        # pods; the agent only runs what is bound to its nodes.
+        self.gang_scheduling = gang_scheduling
+        if gang_scheduling:
+            self._threads.append(
+                threading.Thread(target=self._loop, args=(self.schedule_once,), name="scheduler")
+            )
 
     def start(self) -> None:
         for informer in (self.pods, self.nodes, self.podgroups, self.queues):
@@ -184,7 +191,10 @@ class Simulator:
             thread.start()
         log.info(
             "node agent started",
-            extra={"scheduler": self._scheduler_name, "kubelet_port": self.kubelet_port},
+            extra={
+                "scheduler": self._scheduler_name if self.gang_scheduling else "external",
+                "kubelet_port": self.kubelet_port,
+            },
         )
 
     def join(self, timeout: float) -> None:
