@@ -14,6 +14,7 @@ from controller.elastic.shell import ElasticLoop
 from controller.gates import GateError, enabled, parse_gates
 from controller.job.shell.runner import Controller
 from controller.jobflow.shell.loop import JobFlowController
+from controller.queues.decide import DefaultQueueSpec
 from controller.queues.shell import QueueController
 from controller.settings import Settings
 from controller.volcanometrics import QueueCollector
@@ -73,6 +74,26 @@ DURATION = DurationParam()
     help="Controllers to run, as Volcano's gates: '*' for all, '-pg-controller' to turn one "
     "off (pg-controller, queue-controller, cronjob-controller, jobflow-controller; the "
     "job-controller always runs).",
+)
+@click.option(
+    "--create-default-queue/--no-create-default-queue",
+    default=True,
+    show_default=True,
+    help="Create the `default` Queue when it is missing, as Volcano's scheduler does at start "
+    "(the queue controller checks at start and every resync).",
+)
+@click.option(
+    "--default-queue-weight",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="spec.weight of a `default` Queue the controller creates.",
+)
+@click.option(
+    "--default-queue-reclaimable/--no-default-queue-reclaimable",
+    default=True,
+    show_default=True,
+    help="spec.reclaimable of a `default` Queue the controller creates.",
 )
 @click.option(
     "--inherit-owner-annotations/--no-inherit-owner-annotations",
@@ -201,6 +222,12 @@ def controller_command(**options: Any) -> None:
         kubeconfig=options["kubeconfig"],
         controllers=gates,
         inherit_owner_annotations=options["inherit_owner_annotations"],
+        default_queue=DefaultQueueSpec(
+            weight=options["default_queue_weight"],
+            reclaimable=options["default_queue_reclaimable"],
+        )
+        if options["create_default_queue"]
+        else None,
         workers=options["workers"],
         leader_elect=options["leader_elect"],
         lease_namespace=options["lease_namespace"],
@@ -256,6 +283,15 @@ def run_controller(settings: Settings) -> int:
         for c in _LOOPS
         if enabled(_LOOP_NAMES[c], settings.controllers)
     ]
+    if enabled(_LOOP_NAMES[QueueController], settings.controllers):
+        loops.append(
+            QueueController(
+                controller.kube,
+                controller.recorder,
+                controller.is_leader,
+                default_queue=settings.default_queue,
+            )
+        )
     if enabled(PG_CONTROLLER, settings.controllers):
         loops.append(
             PodGroupController(
@@ -279,9 +315,8 @@ def run_controller(settings: Settings) -> int:
     return 0
 
 
-_LOOPS: tuple[type[CronJobController] | type[QueueController] | type[JobFlowController], ...] = (
+_LOOPS: tuple[type[CronJobController] | type[JobFlowController], ...] = (
     CronJobController,
-    QueueController,
     JobFlowController,
 )
 _LOOP_NAMES: dict[

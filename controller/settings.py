@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from controller.job.decide.model import PlanSettings
+from controller.queues.decide import DefaultQueueSpec
 
 
 def default_identity() -> str:
@@ -54,6 +55,8 @@ class Settings:
     # Volcano's `--controllers` gates (see controller.gates).
     controllers: tuple[str, ...] = ("*",)
     inherit_owner_annotations: bool = True
+    # The `default` Queue the queue controller creates when it is missing (None: never).
+    default_queue: DefaultQueueSpec | None = field(default_factory=DefaultQueueSpec)
 
     def plan_settings(self) -> PlanSettings:
         return PlanSettings(

@@ -135,3 +135,21 @@ def cascade(
     if state == OPEN and queue.closed_by_parent:
         out.append(Cascade(queue.name, Action.SYNC, mark=False))
     return out
+
+
+@dataclass(frozen=True)
+class DefaultQueueSpec:
+    """The `default` Queue the controller creates when none exists, as Volcano's scheduler does
+    at start (a Helm hook could not: it may run before kube-apiserver serves the Queue CRD)."""
+
+    weight: int = 1
+    reclaimable: bool = True
+
+
+def default_queue(spec: DefaultQueueSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": DEFAULT_QUEUE},
+        "spec": {"weight": spec.weight, "reclaimable": spec.reclaimable},
+    }

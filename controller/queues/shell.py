@@ -15,16 +15,19 @@ from controller.objectstore import Informer, WireObject
 from controller.queues.decide import (
     CLOSED,
     CLOSED_BY_PARENT,
+    DEFAULT_QUEUE,
     Action,
     Cascade,
+    DefaultQueueSpec,
     QueueView,
     cascade,
+    default_queue,
     next_state,
     podgroup_counts,
     queue_of_podgroup,
 )
 from kubeio.client import COMMANDS, PODGROUPS, Resource
-from kubeio.errors import KubeError, NotFoundError
+from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
 from shared import labels
@@ -36,6 +39,8 @@ QUEUES: Final = Resource(
     labels.SCHEDULING_GROUP, labels.SCHEDULING_VERSION, "queues", labels.QUEUE_KIND, False
 )
 MAX_REQUEUES: Final = 15
+# The work-queue key of "create the default Queue if it is missing".
+ENSURE_DEFAULT_KEY: Final = "ensure-default-queue"
 
 
 class QueueNotSeenYetError(Exception):
@@ -69,9 +74,11 @@ class QueueController(KeyWorkers):
         is_leader: Callable[[], bool],
         *,
         workers: int = 1,
+        default_queue: DefaultQueueSpec | None = None,
     ) -> None:
         super().__init__(is_leader, workers)
         self.kube = kube
+        self._default_queue = default_queue
         self.recorder = recorder
         self._lock = threading.Lock()
         self._actions: dict[str, list[str]] = defaultdict(list)
@@ -102,14 +109,22 @@ class QueueController(KeyWorkers):
         return [self.queues, self.podgroups, self.commands]
 
     def resync_keys(self) -> Iterable[str]:
-        return [str(queue["metadata"]["name"]) for queue in self.queues.items()]
+        names = [str(queue["metadata"]["name"]) for queue in self.queues.items()]
+        return [*names, ENSURE_DEFAULT_KEY] if self._default_queue is not None else names
+
+    def start(self) -> None:
+        super().start()
+        if self._default_queue is not None:
+            self.queue.add(ENSURE_DEFAULT_KEY)
 
     def watched(self) -> tuple[list[WireObject], list[WireObject]]:
         """The Queues and PodGroups as watched (for Volcano's queue metrics)."""
         return self.queues.items(), self.podgroups.items()
 
     def handle(self, key: str) -> float | None:
-        if key.startswith(_COMMAND_PREFIX):
+        if key == ENSURE_DEFAULT_KEY:
+            self._ensure_default_queue()
+        elif key.startswith(_COMMAND_PREFIX):
             self._take_command(key)
         else:
             self.sync(key)
@@ -129,6 +144,16 @@ class QueueController(KeyWorkers):
             if queue is not None:
                 self.recorder.record(queue, "Warning", action, f"{action} queue failed for {exc}")
         log.error("queue request dropped", extra={"queue": key, "error": str(exc)})
+
+    def _ensure_default_queue(self) -> None:
+        """Create `default` when the synced cache has none; one that exists is left as it is."""
+        if self._default_queue is None or self.queues.get(DEFAULT_QUEUE) is not None:
+            return
+        try:
+            self.kube.create(QUEUES, None, default_queue(self._default_queue))
+        except AlreadyExistsError:
+            return
+        log.info("default queue created", extra={"queue": DEFAULT_QUEUE})
 
     # --- commands --------------------------------------------------------------------------
 

@@ -123,6 +123,13 @@ def job_manifest(
 def installed(bare: LocalCluster, helm_home: Path) -> LocalCluster:
     helm(bare, helm_home, "install", RELEASE, CHART, "-n", NAMESPACE, "--create-namespace",
          "--wait", "--timeout", f"{WAIT:.0f}s", *VALUES)  # fmt: skip
+    # The chart's controller creates the `default` Queue once it leads, as Volcano's scheduler.
+    wait_for(
+        "the controller to create the default Queue",
+        lambda: bare.kubectl("get", "queue", "default", check=False).returncode == 0,
+    )
+    queue = kubectl_json(bare, "queue", "default")
+    assert (queue["spec"]["weight"], queue["spec"]["reclaimable"]) == (1, True)
     return bare
 
 

@@ -576,8 +576,14 @@ def test_controller_rbac_covers_what_it_does() -> None:
     assert verbs(role, "", "pods") == {"list", "watch", "create", "delete", "patch"}
     assert verbs(role, "bus.volcano.sh", "commands") == {"list", "watch", "delete"}
     assert "create" in verbs(role, "scheduling.volcano.sh", "podgroups")
-    # The queue controller keeps Queue states.
-    assert verbs(role, "scheduling.volcano.sh", "queues") == {"get", "list", "watch", "patch"}
+    # The queue controller keeps Queue states and creates the `default` Queue when missing.
+    assert verbs(role, "scheduling.volcano.sh", "queues") == {
+        "get",
+        "list",
+        "watch",
+        "patch",
+        "create",
+    }
     for resource in ("services", "configmaps", "secrets", "persistentvolumeclaims"):
         assert "create" in verbs(role, "", resource), resource
     # The ssh Secret is written by name: the controller reads no Secret.
@@ -814,12 +820,20 @@ def test_only_absent_installs_everything_when_nothing_is_there() -> None:
     assert len(crds) == 8
 
 
-def test_default_queue_is_created_after_the_crds() -> None:
-    queue = one(render(), "Queue", "default")
-    assert queue["apiVersion"] == "scheduling.volcano.sh/v1beta1"
-    assert queue["spec"] == {"weight": 1, "reclaimable": True}
-    assert queue["metadata"]["annotations"]["helm.sh/hook"] == "post-install"
-    assert not find(render("queue.createDefault=false"), "Queue")
+def test_the_controller_creates_the_default_queue_not_a_hook() -> None:
+    """A post-install hook could run before kube-apiserver serves the Queue CRD the same install
+    created (helm then fails the install): the controller creates the Queue instead."""
+    assert not find(render(), "Queue")
+    args = container(render(), "vcjob-controller")["args"]
+    assert arg_value(args, "--default-queue-weight") == "1"
+    assert "--default-queue-reclaimable" in args and "--no-create-default-queue" not in args
+    custom = container(render("queue.weight=3", "queue.reclaimable=false"), "vcjob-controller")[
+        "args"
+    ]
+    assert arg_value(custom, "--default-queue-weight") == "3"
+    assert "--no-default-queue-reclaimable" in custom
+    off = container(render("queue.createDefault=false"), "vcjob-controller")["args"]
+    assert "--no-create-default-queue" in off and "--default-queue-weight" not in off
 
 
 # ----- optional pieces and helm test ------------------------------------------------------------

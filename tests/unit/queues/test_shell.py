@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from controller.queues.decide import StateError
-from controller.queues.shell import QueueController, QueueNotSeenYetError
+from controller.queues.decide import DefaultQueueSpec, StateError
+from controller.queues.shell import ENSURE_DEFAULT_KEY, QueueController, QueueNotSeenYetError
 from kubeio.client import COMMANDS, QUEUES
 from kubeio.events import EventRecorder
 from tests.support import FakeKube
@@ -191,3 +191,36 @@ def test_the_echo_of_a_counts_write_is_not_synced_again(setup: Any) -> None:
     controller._on_queue(before, reparented)
     controller._on_queue(None, before)
     assert controller.queue.get(timeout=0) == "q"
+
+
+def test_the_default_queue_is_created_when_missing_and_only_then() -> None:
+    kube = FakeKube()
+    controller = QueueController(
+        kube, EventRecorder(kube, "test"), lambda: True, default_queue=DefaultQueueSpec(weight=2)
+    )
+    assert ENSURE_DEFAULT_KEY in controller.resync_keys()
+    controller.handle(ENSURE_DEFAULT_KEY)
+    created = kube.get(QUEUES, None, "default")
+    assert created["spec"] == {"weight": 2, "reclaimable": True}
+    writes = len(kube.changes())
+    # Seen by the watch: nothing more to do, whatever its spec now says.
+    controller.queues.put(created)
+    controller.handle(ENSURE_DEFAULT_KEY)
+    assert len(kube.changes()) == writes
+
+
+def test_a_default_queue_created_meanwhile_by_someone_else_is_left_alone() -> None:
+    kube = FakeKube()
+    controller = QueueController(
+        kube, EventRecorder(kube, "test"), lambda: True, default_queue=DefaultQueueSpec()
+    )
+    kube.put(QUEUES, queue("default"))  # not yet seen by the informer
+    controller.handle(ENSURE_DEFAULT_KEY)  # AlreadyExists: no error
+    assert kube.get(QUEUES, None, "default")["spec"] == {"weight": 1}
+
+
+def test_without_a_default_queue_spec_none_is_created(setup: Any) -> None:
+    controller, kube = setup
+    assert ENSURE_DEFAULT_KEY not in controller.resync_keys()
+    controller.handle(ENSURE_DEFAULT_KEY)
+    assert kube.changes() == []
