@@ -1,4 +1,5 @@
-"""Run Volcano's own end-to-end suites (admission, jobp, jobseq, cronjob) against vcjob.
+"""Run Volcano's own end-to-end suites (admission, jobp, jobseq, cronjob, vcctl; with its
+scheduler also schedulingbase and schedulingaction) against vcjob.
 
     scripts/volcano-e2e --volcano-src DIR [--suite jobp --suite admission ...]
 
@@ -29,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -40,9 +42,18 @@ import yaml
 from localcluster import testing
 from localcluster.testing import running_cluster
 
-SUITES = ("admission", "jobp", "jobseq", "cronjob", "vcctl")
+SUITES = ("admission", "jobp", "jobseq", "cronjob", "vcctl", "schedulingbase", "schedulingaction")
 # The vcctl suite runs Volcano's own vcctl binary (--vcctl) against the cluster.
 NEEDS_VCCTL = ("vcctl",)
+# These test Volcano's scheduler itself: only with --volcano-scheduler.
+NEEDS_VOLCANO_SCHEDULER = ("schedulingbase", "schedulingaction")
+
+# Volcano's scheduler as its e2e runs set it up: the configuration its CI installs, in the
+# ConfigMap the suites rewrite to reconfigure it (kubelet would project it into the pod's file).
+SCHEDULER_CONF = "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf"
+SCHEDULER_NAMESPACE = "volcano-system"
+SCHEDULER_CONFIGMAP = "integration-scheduler-configmap"
+SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
 
 # Pods of these images run the container's command as a process on this machine; busybox's
 # entrypoint is its shell, and an nginx container without a command serves until deleted.
@@ -111,6 +122,98 @@ def build_suite(src: Path, suite: str, cache: Path, rebuild: bool) -> Path:
         ["go", "test", "-c", "-o", str(binary), f"./test/e2e/{suite}"], cwd=src, env=env, check=True
     )
     return binary
+
+
+def build_scheduler(src: Path, cache: Path, rebuild: bool) -> Path:
+    """vc-scheduler from the tree's cmd/scheduler, cached as the suites are."""
+    binary = cache / "vc-scheduler"
+    sources = [p.stat().st_mtime for p in (src / "pkg/scheduler").rglob("*.go")]
+    newest = max([*sources, (src / "go.mod").stat().st_mtime])
+    if binary.exists() and not rebuild and binary.stat().st_mtime >= newest:
+        return binary
+    cache.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env["GOFLAGS"] = " ".join(filter(None, [env.get("GOFLAGS", ""), "-mod=mod", "-buildvcs=false"]))
+    print(f"building vc-scheduler → {binary}", flush=True)
+    subprocess.run(
+        ["go", "build", "-o", str(binary), "./cmd/scheduler"], cwd=src, env=env, check=True
+    )
+    return binary
+
+
+def scheduler_configmap(conf: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": SCHEDULER_CONFIGMAP, "namespace": SCHEDULER_NAMESPACE},
+        "data": {SCHEDULER_CONF_KEY: conf},
+    }
+
+
+class VolcanoScheduler:
+    """vc-scheduler against the cluster with the CI configuration; a thread copies the
+    ConfigMap's configuration into the file the scheduler watches, as kubelet does for its pod."""
+
+    def __init__(
+        self, binary: Path, src: Path, kubectl: Sequence[str], kubeconfig: Path, folder: Path
+    ):
+        self._kubectl = list(kubectl)
+        self._stop = threading.Event()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.conf_file = folder / SCHEDULER_CONF_KEY
+        conf = (src / SCHEDULER_CONF).read_text()
+        self.conf_file.write_text(conf)
+        subprocess.run(
+            [*self._kubectl, "create", "namespace", SCHEDULER_NAMESPACE], capture_output=True
+        )
+        subprocess.run(
+            [*self._kubectl, "apply", "-f", "-"],
+            input=json.dumps(scheduler_configmap(conf)),
+            text=True,
+            capture_output=True,
+            check=True,
+        )
+        self.log = folder / "vc-scheduler.log"
+        argv = [
+            str(binary),
+            f"--kubeconfig={kubeconfig}",
+            f"--scheduler-conf={self.conf_file}",
+            "--scheduler-name=volcano",
+            "--schedule-period=1s",
+            "--leader-elect=false",
+            f"--listen-address=127.0.0.1:{testing.free_port()}",
+            f"--healthz-address=127.0.0.1:{testing.free_port()}",
+            f"--cache-dump-dir={folder}",
+            f"--plugins-dir={folder / 'plugins'}",
+            "-v=3",
+        ]
+        with self.log.open("wb") as out:
+            self._process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        self._sync = threading.Thread(target=self._follow_configmap, daemon=True)
+        self._sync.start()
+
+    def _follow_configmap(self) -> None:
+        while not self._stop.wait(0.5):
+            found = subprocess.run(
+                [*self._kubectl, "get", "configmap", SCHEDULER_CONFIGMAP, "-n",
+                 SCHEDULER_NAMESPACE, "-o", "json"],
+                capture_output=True, text=True,
+            )  # fmt: skip
+            if found.returncode != 0:
+                continue
+            conf = (json.loads(found.stdout).get("data") or {}).get(SCHEDULER_CONF_KEY)
+            if conf is not None and conf != self.conf_file.read_text():
+                self.conf_file.write_text(conf)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._process.terminate()
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._sync.join(5)
 
 
 def install_missing_crds(src: Path, kubectl: Sequence[str]) -> list[str]:
@@ -184,12 +287,24 @@ def _run_suite(args: argparse.Namespace, suite: str, binary: Path, workdir: Path
     extra = ["--node-cpu", args.node_cpu, "--node-memory", args.node_memory]
     for mapping in RUN_IMAGES:
         extra += ["--run-image", mapping]
+    if args.volcano_scheduler:
+        extra.append("--external-gang-scheduler")
     print(f"{suite}: starting a local cluster in {cluster_dir}", flush=True)
     with running_cluster(cluster_dir, controller=True, nodes=args.nodes, extra_args=extra) as cl:
         kubectl = [shutil.which("kubectl") or "kubectl", "--kubeconfig", str(cl.kubeconfig)]
         created = install_missing_crds(args.volcano_src, kubectl)
         if created:
             print(f"{suite}: created Volcano's CRDs {', '.join(created)}", flush=True)
+        scheduler = None
+        if args.volcano_scheduler:
+            scheduler = VolcanoScheduler(
+                args.scheduler_binary,
+                args.volcano_src,
+                kubectl,
+                cl.kubeconfig,
+                workdir / suite / "scheduler",
+            )
+            print(f"{suite}: vc-scheduler started ({scheduler.log})", flush=True)
         argv = [
             str(binary),
             "-ginkgo.v",
@@ -207,16 +322,20 @@ def _run_suite(args: argparse.Namespace, suite: str, binary: Path, workdir: Path
         if args.vcctl:
             env["VC_BIN"] = str(Path(args.vcctl).resolve().parent)
         print(f"{suite}: running ({log})", flush=True)
-        with log.open("wb") as out:
-            # Some suites create objects relative to the working directory: run them in theirs.
-            subprocess.run(
-                argv,
-                cwd=args.volcano_src / "test/e2e" / suite,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                check=False,
-            )
+        try:
+            with log.open("wb") as out:
+                # Some suites create objects relative to the working directory: run them there.
+                subprocess.run(
+                    argv,
+                    cwd=args.volcano_src / "test/e2e" / suite,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                )
+        finally:
+            if scheduler is not None:
+                scheduler.stop()
     if report.exists():
         result.specs = parse_junit(report)
     else:
@@ -283,6 +402,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="also run the specs that need framework images (TF, PyTorch, MPI, Ray)",
     )
     parser.add_argument("--vcctl", help="Volcano's vcctl binary, for suites that call it")
+    parser.add_argument(
+        "--volcano-scheduler",
+        action="store_true",
+        help="build vc-scheduler from the tree and let it, not the node agent, gang-schedule "
+        "(Volcano's CI configuration, in the ConfigMap the suites rewrite); also allows the "
+        "schedulingbase and schedulingaction suites",
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     args.volcano_src = args.volcano_src.resolve()
@@ -294,7 +420,21 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         parser.error(
             f"--suite {', '.join(sorted(needing))} runs Volcano's vcctl: pass --vcctl PATH"
         )
-    args.suite = args.suite or [s for s in SUITES if args.vcctl or s not in NEEDS_VCCTL]
+    if (
+        args.suite
+        and not args.volcano_scheduler
+        and (needing := set(args.suite) & set(NEEDS_VOLCANO_SCHEDULER))
+    ):
+        parser.error(
+            f"--suite {', '.join(sorted(needing))} tests Volcano's scheduler: "
+            "pass --volcano-scheduler"
+        )
+    args.suite = args.suite or [
+        s
+        for s in SUITES
+        if (args.vcctl or s not in NEEDS_VCCTL)
+        and (args.volcano_scheduler or s not in NEEDS_VOLCANO_SCHEDULER)
+    ]
     args.cache = (args.cache or default_cache(args.volcano_src)).resolve()
     return args
 
@@ -305,6 +445,8 @@ def main(argv: Sequence[str]) -> int:
     testing.STARTUP_TIMEOUT = max(testing.STARTUP_TIMEOUT, 300.0)
     print(f"Volcano {volcano_version(args.volcano_src)} from {args.volcano_src}", flush=True)
     binaries = {s: build_suite(args.volcano_src, s, args.cache, args.rebuild) for s in args.suite}
+    if args.volcano_scheduler:
+        args.scheduler_binary = build_scheduler(args.volcano_src, args.cache, args.rebuild)
     if args.build_only:
         return 0
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="vcjob-volcano-e2e-"))).resolve()

@@ -81,3 +81,23 @@ def test_the_vcctl_suite_runs_only_with_volcanos_vcctl(tmp_path: Path) -> None:
     assert with_vcctl.suite == ["admission", "jobp", "jobseq", "cronjob", "vcctl"]
     with pytest.raises(SystemExit):
         volcano_e2e.parse_args(["--volcano-src", str(src), "--suite", "vcctl"])
+
+
+def test_the_scheduling_suites_run_only_with_volcanos_scheduler(tmp_path: Path) -> None:
+    src = tmp_path / "volcano"
+    (src / "test/e2e").mkdir(parents=True)
+    lane = volcano_e2e.parse_args(["--volcano-src", str(src), "--volcano-scheduler"])
+    assert lane.suite == [
+        "admission", "jobp", "jobseq", "cronjob", "schedulingbase", "schedulingaction",
+    ]  # fmt: skip
+    with pytest.raises(SystemExit):
+        volcano_e2e.parse_args(["--volcano-src", str(src), "--suite", "schedulingbase"])
+
+
+def test_the_scheduler_configmap_is_the_one_the_suites_rewrite() -> None:
+    configmap = volcano_e2e.scheduler_configmap("actions: enqueue")
+    assert configmap["metadata"] == {
+        "name": "integration-scheduler-configmap",
+        "namespace": "volcano-system",
+    }
+    assert configmap["data"] == {"volcano-scheduler.conf": "actions: enqueue"}
