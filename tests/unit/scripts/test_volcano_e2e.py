@@ -100,4 +100,4 @@ def test_the_scheduler_configmap_is_the_one_the_suites_rewrite() -> None:
         "name": "integration-scheduler-configmap",
         "namespace": "volcano-system",
     }
-    assert configmap["data"] == {"volcano-scheduler.conf": "actions: enqueue"}
+    assert configmap["data"] == {"volcano-scheduler-ci.conf": "actions: enqueue"}
