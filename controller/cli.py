@@ -31,6 +31,11 @@ log = logging.getLogger("controller")
 ENV_PREFIX = "VCJOB_CONTROLLER"
 
 
+def scheduler_names(listed: str) -> frozenset[str]:
+    """A comma-separated list of scheduler names."""
+    return frozenset(name.strip() for name in listed.split(",") if name.strip())
+
+
 class DurationParam(click.ParamType):  # type: ignore[type-arg]
     name = "duration"
 
@@ -67,6 +72,14 @@ DURATION = DurationParam()
 @click.option("--lease-name", default="vcjob-controller", help="Name of the leader Lease.")
 @click.option(
     "--gang-schedulers", default="volcano", help="Comma-separated schedulers that admit PodGroups."
+)
+@click.option(
+    "--native-gang-schedulers",
+    default="default-scheduler",
+    show_default=True,
+    help="Comma-separated schedulers (kube-scheduler's profiles) whose jobs get Kubernetes' own "
+    "gang: a scheduling.k8s.io/v1beta1 Workload and PodGroup, where the cluster serves them "
+    "(Kubernetes 1.37, GenericWorkload). Empty: none.",
 )
 @click.option(
     "--controllers",
@@ -218,6 +231,14 @@ def controller_command(**options: Any) -> None:
         gates = parse_gates(options["controllers"])
     except GateError as exc:
         raise click.BadParameter(str(exc), param_hint="--controllers") from exc
+    gang_schedulers = scheduler_names(options["gang_schedulers"])
+    native_gang_schedulers = scheduler_names(options["native_gang_schedulers"])
+    if both := sorted(gang_schedulers & native_gang_schedulers):
+        raise click.BadParameter(
+            f"{', '.join(both)} is also in --gang-schedulers: a scheduler's pods are gang-"
+            "scheduled by Volcano's PodGroup or by Kubernetes' own, not both",
+            param_hint="--native-gang-schedulers",
+        )
     settings = Settings(
         kubeconfig=options["kubeconfig"],
         controllers=gates,
@@ -232,9 +253,8 @@ def controller_command(**options: Any) -> None:
         leader_elect=options["leader_elect"],
         lease_namespace=options["lease_namespace"],
         lease_name=options["lease_name"],
-        gang_schedulers=frozenset(
-            s.strip() for s in options["gang_schedulers"].split(",") if s.strip()
-        ),
+        gang_schedulers=gang_schedulers,
+        native_gang_schedulers=native_gang_schedulers,
         qps=options["qps"],
         request_timeout=max(0.5, options["request_timeout"]),
         burst=options["burst"],

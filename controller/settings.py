@@ -28,6 +28,9 @@ class Settings:
     retry_period: float = 2.0
     identity: str = field(default_factory=default_identity)
     gang_schedulers: frozenset[str] = frozenset({"volcano"})
+    # Schedulers whose jobs get Kubernetes' own gang where the cluster serves it
+    # (docs/native-gang.md); empty: none.
+    native_gang_schedulers: frozenset[str] = frozenset({"default-scheduler"})
     request_timeout: float = 10.0
     qps: float = 50.0
     burst: int = 100
@@ -61,6 +64,7 @@ class Settings:
     def plan_settings(self) -> PlanSettings:
         return PlanSettings(
             gang_schedulers=self.gang_schedulers,
+            native_gang_schedulers=self.native_gang_schedulers,
             disable_network_policy=self.disable_network_policy,
             ssh_key_type=self.ssh_key_type,
             kueue=self.kueue,

@@ -59,6 +59,13 @@ class Resource:
     plural: str
     kind: str
     namespaced: bool = True
+    # The name the controller's cache files these objects under, where two API groups serve
+    # the same kind (Volcano's and Kubernetes' PodGroup); the kind itself otherwise.
+    store_key: str = ""
+
+    @property
+    def cache_kind(self) -> str:
+        return self.store_key or self.kind
 
     @property
     def api_version(self) -> str:
@@ -95,6 +102,14 @@ WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
 RESOURCE_FLAVORS = Resource(
     "kueue.x-k8s.io", "v1beta2", "resourceflavors", "ResourceFlavor", namespaced=False
 )
+# Kubernetes' own gang scheduling (1.37, GenericWorkload): the Workload and the PodGroup
+# kube-scheduler places all-or-nothing.
+NATIVE_WORKLOADS = Resource(
+    "scheduling.k8s.io", "v1beta1", "workloads", "Workload", store_key="NativeWorkload"
+)
+NATIVE_PODGROUPS = Resource(
+    "scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", store_key="NativePodGroup"
+)
 JOBFLOWS = Resource("flow.volcano.sh", "v1alpha1", "jobflows", "JobFlow")
 JOBTEMPLATES = Resource("flow.volcano.sh", "v1alpha1", "jobtemplates", "JobTemplate")
 
@@ -119,11 +134,25 @@ _BY_KIND = {
 }
 
 
-def resource_for_kind(kind: str) -> Resource:
+_BY_API_KIND = {
+    (r.api_version, r.kind): r for r in (*_BY_KIND.values(), NATIVE_WORKLOADS, NATIVE_PODGROUPS)
+}
+
+
+def resource_for_kind(kind: str, api_version: str | None = None) -> Resource:
+    """The resource of a kind the controller manages; `api_version` tells apart the kinds two
+    API groups serve (PodGroup, Workload)."""
+    if api_version is not None and (api_version, kind) in _BY_API_KIND:
+        return _BY_API_KIND[(api_version, kind)]
     try:
         return _BY_KIND[kind]
     except KeyError:
         raise PermanentError(f"the controller does not manage objects of kind {kind!r}") from None
+
+
+def resource_for(obj: WireObject) -> Resource:
+    """The resource of a wire object, by its apiVersion and kind."""
+    return resource_for_kind(str(obj.get("kind")), obj.get("apiVersion"))
 
 
 class TokenBucket:

@@ -77,6 +77,8 @@ class Reflector:
         # again: what it costs is one 404 per period.
         self._missing_recheck = missing_recheck
         self.missing = threading.Event()
+        # Set while the server serves the resource (the last list succeeded), cleared by a 404.
+        self._served = threading.Event()
         self._synced = threading.Event()
         self._heartbeat = time.monotonic()
         self._thread: threading.Thread | None = None
@@ -86,11 +88,17 @@ class Reflector:
 
     @property
     def kind(self) -> str:
-        return self._spec.resource.kind
+        """What the store files the objects under (`Resource.cache_kind`)."""
+        return self._spec.resource.cache_kind
 
     @property
     def synced(self) -> bool:
         return self._synced.is_set()
+
+    @property
+    def served(self) -> bool:
+        """Whether the server served the resource at the last list."""
+        return self._served.is_set()
 
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
@@ -135,6 +143,7 @@ class Reflector:
                 log.info("watch expired, relisting", extra={"kind": self.kind})
                 self._resource_version = None
             except NotFoundError:
+                self._served.clear()
                 if self._end_when_missing:
                     self._enqueue(self._cache.replace_all(self.kind, []))
                     self._synced.set()
@@ -169,9 +178,10 @@ class Reflector:
         )
         kind = self.kind
         for item in items:
-            item.setdefault("kind", kind)
+            item.setdefault("kind", self._spec.resource.kind)
         touched = self._cache.replace_all(kind, items)
         self.relists += 1
+        self._served.set()
         self._synced.set()
         self._enqueue(touched)
         return resource_version
@@ -205,7 +215,7 @@ class Reflector:
                 if new_version:
                     self._resource_version = str(new_version)
                 continue
-            obj.setdefault("kind", kind)
+            obj.setdefault("kind", self._spec.resource.kind)
             if kind_of_event in ("ADDED", "MODIFIED"):
                 job_key = self._cache.upsert(kind, obj)
             elif kind_of_event == "DELETED":

@@ -12,7 +12,7 @@ import base64
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -35,13 +35,13 @@ API_SERVER_HOSTS = (
     "kubernetes.default.svc",
     "kubernetes.default.svc.cluster.local",
 )
-# Controllers that need a cloud provider or allocate node CIDRs have nothing to do here.
-DISABLED_CONTROLLERS = (
+# Controllers that allocate node CIDRs or attach volumes have nothing to do here.
+DISABLED_CONTROLLERS = ("node-ipam-controller", "persistentvolume-attach-detach-controller")
+# Those that need a cloud provider, gone from kube-controller-manager in 1.37.
+CLOUD_CONTROLLERS = (
     "cloud-node-lifecycle-controller",
     "node-route-controller",
     "service-lb-controller",
-    "node-ipam-controller",
-    "persistentvolume-attach-detach-controller",
 )
 
 
@@ -171,12 +171,60 @@ def etcd_args(data_dir: Path, client_port: int, peer_port: int) -> list[str]:
 
 
 @dataclass(frozen=True)
+class KubernetesFeatures:
+    """Feature gates every control-plane component gets, and the APIs kube-apiserver serves
+    beyond its defaults."""
+
+    feature_gates: tuple[str, ...] = ()
+    runtime_config: tuple[str, ...] = ()
+    disabled_controllers: tuple[str, ...] = DISABLED_CONTROLLERS
+
+    def controllers_arg(self) -> list[str]:
+        return ["--controllers", ",".join(["*", *(f"-{c}" for c in self.disabled_controllers)])]
+
+    def gate_args(self) -> list[str]:
+        return ["--feature-gates", ",".join(self.feature_gates)] if self.feature_gates else []
+
+    def runtime_config_args(self) -> list[str]:
+        return ["--runtime-config", ",".join(self.runtime_config)] if self.runtime_config else []
+
+
+NO_FEATURES: Final = KubernetesFeatures()
+# Kubernetes' own gang scheduling (1.37): the beta gate and the alpha gates of composite pod
+# groups, topology-aware placement and the PodGroup preemption policy, so that those paths run
+# in every test (docs/native-gang.md).
+WORKLOAD_GATES: Final = (
+    "GenericWorkload",
+    "CompositePodGroup",
+    "TopologyAwareWorkloadScheduling",
+    "PodGroupPreemptionPolicy",
+)
+WORKLOAD_APIS: Final = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3")
+WORKLOAD_SINCE_MINOR: Final = 37
+
+
+def kubernetes_features(version: str) -> KubernetesFeatures:
+    """What the local cluster turns on for a Kubernetes version (`v1.37.2`): the gang API from
+    1.37 on (nothing on older releases, where those gates are alpha or unknown), and which of
+    kube-controller-manager's controllers it turns off."""
+    minor = int(version.removeprefix("v").split(".")[1])
+    if minor < WORKLOAD_SINCE_MINOR:
+        # Before 1.37 kube-controller-manager still runs the cloud provider's controllers.
+        return KubernetesFeatures(disabled_controllers=(*CLOUD_CONTROLLERS, *DISABLED_CONTROLLERS))
+    return KubernetesFeatures(
+        feature_gates=tuple(f"{gate}=true" for gate in WORKLOAD_GATES),
+        runtime_config=tuple(f"{api}=true" for api in WORKLOAD_APIS),
+    )
+
+
+@dataclass(frozen=True)
 class ApiServerSettings:
     port: int
     etcd_port: int
     pki: Pki
     audit_log: Path | None = None
     audit_policy: Path | None = None
+    features: KubernetesFeatures = NO_FEATURES
 
 
 def apiserver_args(settings: ApiServerSettings) -> list[str]:
@@ -208,6 +256,8 @@ def apiserver_args(settings: ApiServerSettings) -> list[str]:
         "--shutdown-send-retry-after=true",
         "--profiling=false",
         "--v", "1",
+        *settings.features.gate_args(),
+        *settings.features.runtime_config_args(),
     ]  # fmt: skip
     if settings.audit_log is not None and settings.audit_policy is not None:
         args += [
@@ -226,7 +276,9 @@ rules:
 """
 
 
-def controller_manager_args(kubeconfig: Path, pki: Pki) -> list[str]:
+def controller_manager_args(
+    kubeconfig: Path, pki: Pki, features: KubernetesFeatures = NO_FEATURES
+) -> list[str]:
     return [
         "--kubeconfig", str(kubeconfig),
         "--authentication-kubeconfig", str(kubeconfig),
@@ -240,13 +292,14 @@ def controller_manager_args(kubeconfig: Path, pki: Pki) -> list[str]:
         "--cluster-signing-cert-file", str(pki.ca_cert),
         "--cluster-signing-key-file", str(pki.ca_key),
         "--service-cluster-ip-range", SERVICE_CLUSTER_IP_RANGE,
-        "--controllers", ",".join(["*", *(f"-{c}" for c in DISABLED_CONTROLLERS)]),
+        *features.controllers_arg(),
         "--profiling=false",
         "--v", "1",
+        *features.gate_args(),
     ]  # fmt: skip
 
 
-def scheduler_args(kubeconfig: Path) -> list[str]:
+def scheduler_args(kubeconfig: Path, features: KubernetesFeatures = NO_FEATURES) -> list[str]:
     return [
         "--kubeconfig", str(kubeconfig),
         "--authentication-kubeconfig", str(kubeconfig),
@@ -256,4 +309,5 @@ def scheduler_args(kubeconfig: Path) -> list[str]:
         "--leader-elect=false",
         "--profiling=false",
         "--v", "1",
+        *features.gate_args(),
     ]  # fmt: skip

@@ -26,8 +26,8 @@ import click
 from localcluster.tools import PROJECT_ROOT, TOOLS_BIN
 
 GO_MODULE_DIR = PROJECT_ROOT / "controlplane"
-KUBERNETES_VERSION = "v1.34.4"
-ETCD_VERSION = "3.6.4"
+KUBERNETES_VERSION = "v1.37.2"
+ETCD_VERSION = "3.6.16"
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 # A fixed build date keeps builds of the same version byte-identical.
@@ -41,10 +41,13 @@ class Component:
     name: str
     package: str
     version: str
+    # The Go module that pins it: etcd has its own, since Kubernetes' module requires a newer
+    # etcd library than the server release vcjob runs.
+    module_dir: Path = GO_MODULE_DIR
 
 
 COMPONENTS: tuple[Component, ...] = (
-    Component("etcd", "go.etcd.io/etcd/server/v3", ETCD_VERSION),
+    Component("etcd", "go.etcd.io/etcd/server/v3", ETCD_VERSION, GO_MODULE_DIR / "etcd"),
     Component("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", KUBERNETES_VERSION),
     Component(
         "kube-controller-manager",
@@ -69,8 +72,8 @@ def version_flags(component: Component) -> list[str]:
 
 
 def reported_version(output: str) -> str | None:
-    """The version a binary printed: `Kubernetes v1.34.4`, `Client Version: v1.34.4`,
-    `etcd Version: 3.6.4`."""
+    """The version a binary printed: `Kubernetes v1.37.2`, `Client Version: v1.37.2`,
+    `etcd Version: 3.6.16`."""
     match = re.search(r"(?:Kubernetes|Client Version:|etcd Version:)\s+v?(\d+\.\d+\.\d+)", output)
     return match.group(1) if match else None
 
@@ -179,7 +182,7 @@ def build(components: Iterable[Component], echo: Callable[[str], None]) -> None:
                 "-ldflags", ldflags(component.version),
                 "-o", str(output), component.package,
             ]  # fmt: skip
-            _run_with_progress(argv, env, echo, component.name)
+            _run_with_progress(argv, env, echo, component.name, cwd=component.module_dir)
             output.replace(TOOLS_BIN / component.name)
         echo(f"built {TOOLS_BIN / component.name} in {time.monotonic() - started:.0f}s")
 

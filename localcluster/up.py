@@ -254,12 +254,14 @@ class LocalControlPlane:
         if options.audit_log is not None:
             audit_policy = options.dir / PKI_DIR / "audit-policy.yaml"
             audit_policy.write_text(controlplane.AUDIT_POLICY)
+        features = controlplane.kubernetes_features(kubebin.KUBERNETES_VERSION)
         settings = controlplane.ApiServerSettings(
             port=self.api_port,
             etcd_port=etcd_port,
             pki=pki,
             audit_log=options.audit_log,
             audit_policy=audit_policy,
+            features=features,
         )
         self._spawn(
             "kube-apiserver",
@@ -281,12 +283,12 @@ class LocalControlPlane:
         self._spawn(
             "kube-controller-manager",
             [str(binaries["kube-controller-manager"]),
-             *controlplane.controller_manager_args(kubeconfig, pki)],
+             *controlplane.controller_manager_args(kubeconfig, pki, features)],
             restart=True,
         )  # fmt: skip
         self._spawn(
             "kube-scheduler",
-            [str(binaries["kube-scheduler"]), *controlplane.scheduler_args(kubeconfig)],
+            [str(binaries["kube-scheduler"]), *controlplane.scheduler_args(kubeconfig, features)],
             restart=True,
         )
         if options.fault_rate:

@@ -48,7 +48,7 @@ _KEPT = ("description", "format", "enum", "required")
 
 
 def pinned_version() -> str:
-    """The k8s.io/kubernetes version `controlplane/go.mod` pins (`v1.34.4`)."""
+    """The k8s.io/kubernetes version `controlplane/go.mod` pins (`v1.37.2`)."""
     found = re.search(rf"^\s*(?:require\s+)?{re.escape(MODULE)}\s+(v\S+)", GO_MOD.read_text(), re.M)
     if found is None:
         raise SystemExit(f"{GO_MOD}: no {MODULE} requirement")

@@ -63,7 +63,7 @@ def load_definitions() -> dict[str, Schema]:
 
 @cache
 def kubernetes_version() -> str:
-    """The Kubernetes version the definitions come from (`v1.34.4`)."""
+    """The Kubernetes version the definitions come from (`v1.37.2`)."""
     text = (resources.files("shared") / DATA_FILE).read_text(encoding="utf-8")
     return str(json.loads(text)["kubernetesVersion"])
 

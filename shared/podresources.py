@@ -6,19 +6,20 @@ not quantities are left out: the schema check reports them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any, Final
 
 from shared import quantity
 
-# The resources a pod-level `resources` may name (Kubernetes 1.34): cpu, memory and hugepages.
+# The resources a pod-level `resources` may name (Kubernetes 1.34 to 1.37): cpu, memory and
+# hugepages.
 POD_LEVEL_RESOURCES: Final = ("cpu", "memory")
 HUGEPAGES_PREFIX: Final = "hugepages-"
 
 
 def supported_at_pod_level(name: str) -> bool:
-    return name in POD_LEVEL_RESOURCES or name.startswith(HUGEPAGES_PREFIX)
+    return name in POD_LEVEL_RESOURCES or is_hugepages(name)
 
 
 def _containers(spec: Mapping[str, Any], key: str) -> Iterable[Mapping[str, Any]]:
@@ -49,16 +50,17 @@ def _is_sidecar(container: Mapping[str, Any]) -> bool:
     return container.get("restartPolicy") == "Always"
 
 
-def aggregate_container_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+def _aggregate(
+    spec: Mapping[str, Any], amounts: Callable[[Mapping[str, Any]], dict[str, Decimal]]
+) -> dict[str, Decimal]:
     """Σ regular containers and sidecars (restartable init containers), or, where larger, what
-    the pod needs while an init container runs: the sidecars started before it plus its own."""
-    total = quantity.add_quantities(
-        *(container_requests(c) for c in _containers(spec, "containers"))
-    )
+    the pod needs while an init container runs: the sidecars started before it plus its own
+    (component-helpers' aggregateContainerResourcesByFn)."""
+    total = quantity.add_quantities(*(amounts(c) for c in _containers(spec, "containers")))
     sidecars: dict[str, Decimal] = {}
     while_initialising: list[dict[str, Decimal]] = []
     for init in _containers(spec, "initContainers"):
-        own = container_requests(init)
+        own = amounts(init)
         if _is_sidecar(init):
             total = quantity.add_quantities(total, own)
             sidecars = quantity.add_quantities(sidecars, own)
@@ -66,6 +68,20 @@ def aggregate_container_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
         else:
             while_initialising.append(quantity.add_quantities(own, sidecars))
     return quantity.max_quantities([total, *while_initialising])
+
+
+def aggregate_container_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """What the containers request together (AggregateContainerRequests)."""
+    return _aggregate(spec, container_requests)
+
+
+def aggregate_container_limits(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The containers' limits added up the same way (AggregateContainerLimits)."""
+    return _aggregate(spec, container_limits)
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith(HUGEPAGES_PREFIX)
 
 
 def pod_level_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:

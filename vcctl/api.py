@@ -17,6 +17,7 @@ from kubeio.client import (
     JOBFLOWS,
     JOBS,
     JOBTEMPLATES,
+    NATIVE_PODGROUPS,
     PODGROUPS,
     PODS,
     QUEUES,
@@ -196,6 +197,14 @@ class VolcanoApi:
 
     def list_namespace_podgroups(self, namespace: str) -> list[WireObject]:
         return self._items(PODGROUPS.path(namespace))
+
+    def find_native_pod_group(self, namespace: str, name: str) -> WireObject | None:
+        """Kubernetes' own PodGroup of that name; None where it does not exist, the cluster
+        does not serve the API or the user may not read it (it only adds to the explanation)."""
+        try:
+            return self.kube.get_or_none(NATIVE_PODGROUPS, namespace, name)
+        except KubeError:
+            return None
 
 
 def connect(

@@ -220,12 +220,14 @@ def why_command(
         groups = api.list_namespace_podgroups(target)
         expected = f"{target_name}-{uid}"
         pod_group = next((g for g in groups if g["metadata"].get("name") == expected), None)
+        native_pod_group = api.find_native_pod_group(target, expected)
         queue = api.find_queue(str((job.get("spec") or {}).get("queue") or "default"))
         pods = api.list_job_pods(target, target_name)
         events = api.list_events(target)
     finally:
         api.close()
-    click.echo(why.explain(why.WhyFacts(job, pod_group, queue, pods, events)))
+    facts = why.WhyFacts(job, pod_group, queue, pods, events, native_pod_group)
+    click.echo(why.explain(facts))
 
 
 def _issue(

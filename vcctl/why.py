@@ -26,6 +26,28 @@ class WhyFacts:
     queue: WireObject | None = None
     pods: Sequence[WireObject] = ()
     events: Sequence[WireObject] = field(default_factory=list)
+    # Kubernetes' own PodGroup (scheduling.k8s.io) of a job kube-scheduler gang-schedules.
+    native_pod_group: WireObject | None = None
+
+
+#: kube-scheduler's condition on its PodGroup (Kubernetes 1.37).
+INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"
+
+
+def native_gang_line(pod_group: Mapping[str, Any]) -> tuple[str, bool]:
+    """One line on kube-scheduler's gang, and whether it says the gang cannot be placed."""
+    gang = _get(pod_group, "spec", "schedulingPolicy", "gang") or {}
+    head = f"Gang {_name(pod_group)} (kube-scheduler): minCount {gang.get('minCount', '-')}, "
+    for cond in _get(pod_group, "status", "conditions") or []:
+        if cond.get("type") != INITIALLY_SCHEDULED:
+            continue
+        if cond.get("status") == "True":
+            return head + "placed", False
+        detail = str(cond.get("message") or "")
+        return head + f"not placed: {cond.get('reason') or 'Unschedulable'}" + (
+            f": {detail}" if detail else ""
+        ), True
+    return head + "not looked at by kube-scheduler yet", False
 
 
 def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
@@ -198,6 +220,10 @@ def explain(facts: WhyFacts) -> str:
         for cond in _get(pg, "status", "conditions") or []:
             if cond.get("status") == "True" and cond.get("type") == "Unschedulable":
                 out.append(f"  {cond.get('type')}: {cond.get('message') or cond.get('reason')}")
+    native_blocked = False
+    if facts.native_pod_group is not None:
+        line, native_blocked = native_gang_line(facts.native_pod_group)
+        out.append(line)
     queue = facts.queue
     if queue is None:
         out.append(f"Queue {queue_name}: does not exist")
@@ -232,9 +258,11 @@ def explain(facts: WhyFacts) -> str:
         if cond.get("type") == "Unschedulable" and cond.get("status") == "True"
     )
     hint = unblock_hint(reason, job, queue_name, no_node_fits=no_node_fits)
+    if not hint and native_blocked:
+        hint = unblock_hint("Unschedulable", job, queue_name)
     if hint:
         out.append(f"To unblock: {hint}")
-    elif phase in ("Pending",) and unseen_by_scheduler(pg):
+    elif phase in ("Pending",) and facts.native_pod_group is None and unseen_by_scheduler(pg):
         scheduler = str(spec.get("schedulerName") or "volcano")
         out.append(
             f"To unblock: no scheduler has looked at the PodGroup yet (no condition on it): is "

@@ -392,10 +392,10 @@ def _container_errors(
 
 
 def _pod_level_resource_errors(spec: dict[str, Any], path: Path) -> list[FieldError]:
-    """The pod-level `resources` (Kubernetes >= 1.34, PodLevelResources) as kube-apiserver
+    """The pod-level `resources` (Kubernetes >= 1.34, PodLevelResources) as kube-apiserver 1.37
     validates a Pod's: cpu, memory and hugepages only, no claims, requests within limits, the
-    requests at least what the containers request together and each container's limit within
-    the pod's. `path` is the pod spec's."""
+    requests at least what the containers request together, the hugepages limits at least the
+    containers' together and each container's limit within the pod's. `path` is the pod spec's."""
     resources = spec.get("resources")
     if not isinstance(resources, dict) or not (
         resources.get("limits") or resources.get("requests") or resources.get("claims")
@@ -436,6 +436,18 @@ def _pod_level_resource_errors(spec: dict[str, Any], path: Path) -> list[FieldEr
                 )
             )
     limits = quantity.parse_resource_list(resources.get("limits"))
+    # Hugepages cannot be overcommitted (Kubernetes 1.37): the pod's limit covers the containers'.
+    for name, aggregate in sorted(podresources.aggregate_container_limits(spec).items()):
+        pod_limit = limits.get(name)
+        if podresources.is_hugepages(name) and pod_limit is not None and aggregate > pod_limit:
+            errors.append(
+                FieldError.invalid(
+                    where.child("limits").key(name),
+                    resources["limits"][name],
+                    "must be greater than or equal to aggregate container limits of "
+                    + quantity.render(aggregate, quantity.suffix_style(resources["limits"][name])),
+                )
+            )
     # Regular containers only, as kube-apiserver checks.
     for j, container in _dicts(spec.get("containers")):
         for name, limit in sorted(podresources.container_limits(container).items()):

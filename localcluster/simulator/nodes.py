@@ -18,7 +18,7 @@ from localcluster.simulator.kubelet import timestamp
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 MAX_PODS: Final = 110
-KUBELET_VERSION: Final = "v1.34.4"
+KUBELET_VERSION: Final = "v1.37.2"
 DEFAULT_KUBELET_PORT: Final = 10250
 # Where kube-apiserver reaches every node's kubelet API: one server on this machine's loopback.
 NODE_ADDRESS: Final = "127.0.0.1"

@@ -13,6 +13,7 @@ from controller.job.decide import (
     draft,
     gang,
     kueue,
+    nativegang,
     podgroup,
     podview,
     scaling,
@@ -71,9 +72,10 @@ def sync(r: JobRound, d: Draft) -> None:
     pg = sync_pod_group(r, d)
     if (warning := podgroup.pending_warning(r.job, pg)) is not None:
         d.plan.events.append(EventRecord("Warning", "PodGroupPending", warning))
+    native_group = sync_native_gang(r, d)
     scale_down(r, d)
     if gang.gate_open(r.job.spec.scheduler_name, r.settings.gang_schedulers, pg):
-        create_pods(r, d, claims)
+        create_pods(r, d, claims, native_group)
     transitions(r, d)
 
 
@@ -93,12 +95,50 @@ def sync_pod_group(r: JobRound, d: Draft) -> WireObject | None:
     return pg
 
 
+def sync_native_gang(r: JobRound, d: Draft) -> str | None:
+    """Kubernetes' own gang for a job kube-scheduler places: its Workload and PodGroup created
+    before the first pod, the gang's size kept in line on scale. Returns the PodGroup the pods
+    join, or None when the job has no native gang (and, once, says why not)."""
+    if not nativegang.applies(r.job, r.settings.native_gang_schedulers):
+        return None
+    first_round = r.observed.pod_group is None and not r.pods
+    if not r.settings.native_gang_served:
+        if first_round:
+            d.plan.events.append(
+                EventRecord(
+                    "Warning", nativegang.UNAVAILABLE_REASON, nativegang.UNAVAILABLE_MESSAGE
+                )
+            )
+        return None
+    existing = r.observed.native_pod_group
+    if existing is None:
+        known = r.observed.priority_values
+        d.plan.create.extend(
+            [nativegang.build_workload(r.job, known), nativegang.build_pod_group(r.job, known)]
+        )
+        if first_round and (missing := nativegang.unexpressed(r.job)):
+            d.plan.events.append(
+                EventRecord(
+                    "Warning",
+                    nativegang.PARTIAL_REASON,
+                    "kube-scheduler's gang is the job's minAvailable "
+                    f"({nativegang.min_count(r.job)} pods); it cannot express "
+                    + ", ".join(missing),
+                )
+            )
+    elif (updated := nativegang.updated_pod_group(existing, r.job)) is not None:
+        d.plan.update.append(updated)
+    return nativegang.name_of(r.job)
+
+
 def scale_down(r: JobRound, d: Draft) -> None:
     replicas = {name: t.replica_count for name, t in r.tasks.items()}
     draft.kill(r, d, scaling.extra_pods(r.pods, replicas))
 
 
-def create_pods(r: JobRound, d: Draft, claims: list[tuple[str, str]]) -> None:
+def create_pods(
+    r: JobRound, d: Draft, claims: list[tuple[str, str]], native_pod_group: str | None = None
+) -> None:
     ctx = PodContext(
         job=r.job,
         version=d.status.version,
@@ -107,6 +147,7 @@ def create_pods(r: JobRound, d: Draft, claims: list[tuple[str, str]]) -> None:
         claims=claims,
         plugins=draft.plugins(r, d),
         attempt=attempts.current_index(d.status.attempts),
+        native_pod_group=native_pod_group,
     )
     live_by_task = draft.live_pods_by_task(p for p in r.pods if draft.live(d, p))
     for task_name, task in r.tasks.items():

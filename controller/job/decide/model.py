@@ -70,6 +70,9 @@ class Observed:
     # was looked up and does not exist.
     queue: WireObject | None = None
     queue_looked_up: bool = False
+    # Kubernetes' own PodGroup (scheduling.k8s.io/v1beta1) the job owns, for a job gang-scheduled
+    # by kube-scheduler (`PlanSettings.native_gang_schedulers`).
+    native_pod_group: WireObject | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,10 @@ class PlanSettings:
     ssh_key_type: Literal["rsa", "ed25519"] = "rsa"
     # Kueue's contract (docs/kueue.md); off, a labelled job gets no Workload.
     kueue: bool = True
+    # The schedulers whose jobs get Kubernetes' own gang (a Workload and a PodGroup of
+    # scheduling.k8s.io/v1beta1, docs/native-gang.md), and whether the cluster serves that API.
+    native_gang_schedulers: frozenset[str] = frozenset({"default-scheduler"})
+    native_gang_served: bool = False
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -59,6 +59,8 @@ class PodContext:
     plugins: Sequence[PodPlugin]
     # The job's attempt (`status.attempts`), on every pod so the logs of attempts differ.
     attempt: int = 0
+    # Kubernetes' own PodGroup the pods join (`controller.job.decide.nativegang`), if any.
+    native_pod_group: str | None = None
 
 
 def owner_reference(job: Job) -> WireObject:
@@ -182,6 +184,16 @@ def claim_volume_name(job_name: str, claim: str) -> str:
     return f"{prefix}-{name_suffix(claim)}"
 
 
+def joins_native_gang(pod_spec: Mapping[str, Any], job: Job) -> bool:
+    """Whether a pod joins the job's native gang: only pods of the job's own scheduler (a task
+    template may name another) and never over a `schedulingGroup` the template set."""
+    job_scheduler = job.spec.scheduler_name or labels.DEFAULT_SCHEDULER
+    return (
+        not pod_spec.get("schedulingGroup")
+        and (pod_spec.get("schedulerName") or job_scheduler) == job_scheduler
+    )
+
+
 def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
     job = ctx.job
     task_name = str(task.name)
@@ -238,6 +250,8 @@ def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
         spec["schedulerName"] = job.spec.scheduler_name
     if not spec.get("priorityClassName") and job.spec.priority_class_name:
         spec["priorityClassName"] = job.spec.priority_class_name
+    if ctx.native_pod_group is not None and joins_native_gang(spec, job):
+        spec["schedulingGroup"] = {"podGroupName": ctx.native_pod_group}
 
     seen_claims: set[str] = set()
     for mount_path, claim in ctx.claims:

@@ -27,7 +27,7 @@ from controller.job.decide.model import ObjectRef, Plan
 from controller.job.shell.cache import Cache
 from controller.metrics import Metrics
 from controller.volcanometrics import job_to_pod_latency_ms
-from kubeio.client import COMMANDS, JOBS, WORKLOADS, resource_for_kind
+from kubeio.client import COMMANDS, JOBS, WORKLOADS, resource_for, resource_for_kind
 from kubeio.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -160,20 +160,25 @@ class Applier:
         for ref in refs:
             try:
                 result = self._kube.merge_patch(
-                    resource_for_kind(ref.kind), ref.namespace, ref.name, patch
+                    resource_for_kind(ref.kind, ref.api_version), ref.namespace, ref.name, patch
                 )
             except NotFoundError:
                 continue
             progress.add()
             result.setdefault("kind", ref.kind)
-            self._cache.store_written(ref.kind, result)
+            self._cache.store_written(
+                resource_for_kind(ref.kind, ref.api_version).cache_kind, result
+            )
 
     def _delete(self, refs: list[ObjectRef], job: WireObject, progress: _Progress) -> None:
         failure: KubeError | None = None
         for ref in refs:
             try:
                 lingering = self._kube.delete(
-                    resource_for_kind(ref.kind), ref.namespace, ref.name, uid=ref.uid
+                    resource_for_kind(ref.kind, ref.api_version),
+                    ref.namespace,
+                    ref.name,
+                    uid=ref.uid,
                 )
             except ConflictError as conflict:
                 if not self._replaced(ref):
@@ -191,19 +196,25 @@ class Applier:
                 self._metrics.pod_deletes.inc()
             if lingering is not None:
                 lingering.setdefault("kind", ref.kind)
-                self._cache.store_written(ref.kind, lingering)
+                self._cache.store_written(
+                    resource_for_kind(ref.kind, ref.api_version).cache_kind, lingering
+                )
             elif ref.kind != "Pod":
                 # Read-your-deletes: the object is gone (or was already). An unwatched kind
                 # (Secrets) has no watch to say so, and the next round would delete it again.
                 # Pods wait for their watch, which records why they went (a PodEdge).
-                self._cache.forget_deleted(ref.kind, ref.namespace, ref.name)
+                self._cache.forget_deleted(
+                    resource_for_kind(ref.kind, ref.api_version).cache_kind, ref.namespace, ref.name
+                )
         if failure is not None:
             raise failure
 
     def _replaced(self, ref: ObjectRef) -> bool:
         """After a 409 on a delete with a UID precondition: True when the name is free or now
         holds another object (ours is gone, the delete is done)."""
-        current = self._kube.get_or_none(resource_for_kind(ref.kind), ref.namespace, ref.name)
+        current = self._kube.get_or_none(
+            resource_for_kind(ref.kind, ref.api_version), ref.namespace, ref.name
+        )
         if current is None:
             return True
         return ref.uid is not None and _meta(current).get("uid") != ref.uid
@@ -241,9 +252,10 @@ class Applier:
         self, obj: WireObject, job: WireObject, namespace: str, progress: _Progress
     ) -> KubeError | None:
         kind = str(obj.get("kind"))
+        resource = resource_for(obj)
         ns = str(_meta(obj).get("namespace") or namespace)
         try:
-            created = self._kube.create(resource_for_kind(kind), ns, obj)
+            created = self._kube.create(resource, ns, obj)
         except AlreadyExistsError:
             if kind == "Secret":
                 # Secrets are not watched (the controller may not read them): the one that
@@ -261,7 +273,7 @@ class Applier:
             return exc
         progress.add()
         created.setdefault("kind", kind)
-        self._cache.store_written(kind, created)
+        self._cache.store_written(resource.cache_kind, created)
         if kind == "Pod":
             self._metrics.pod_creates.inc()
             latency = job_to_pod_latency_ms(job, created)
@@ -280,14 +292,14 @@ class Applier:
     def _update(self, objects: list[WireObject], job: WireObject, namespace: str) -> None:
         for obj in objects:
             kind = str(obj.get("kind"))
-            res = resource_for_kind(kind)
+            res = resource_for(obj)
             ns = str(_meta(obj).get("namespace") or namespace)
             try:
                 result = self._kube.replace(res, ns, obj)
             except NotFoundError:
                 result = self._kube.create(res, ns, obj)
             result.setdefault("kind", kind)
-            self._cache.store_written(kind, result)
+            self._cache.store_written(res.cache_kind, result)
 
     def _write_workload_status(self, workload: WireObject) -> None:
         """Kueue's Workload status (Finished, or an eviction carried out), with the

@@ -60,6 +60,10 @@ def build_observed(
         (g for g in groups if g["metadata"].get("name") == expected_group),
         groups[0] if groups else None,
     )
+    native_pod_group = next(
+        (g for g in view.native_pod_groups if _controlled_by(g, job_uid)),
+        None,
+    )
     children: dict[tuple[str, str], WireObject] = {}
     for child in view.children:
         if _owned_by_other_job(child, job_uid):
@@ -84,6 +88,7 @@ def build_observed(
         pods=pods,
         now=now,
         pod_group=pod_group,
+        native_pod_group=native_pod_group,
         commands=commands,
         children=children,
         missing_pvcs=frozenset(missing),

@@ -35,6 +35,7 @@ from kubeio.client import (
     COMMANDS,
     CONFIGMAPS,
     JOBS,
+    NATIVE_PODGROUPS,
     NETWORK_POLICIES,
     PODGROUPS,
     PODS,
@@ -81,6 +82,9 @@ WATCHES = (
 # Kueue's objects (settings.kueue): a cluster without Kueue does not serve them and the watches
 # idle, looking again now and then.
 KUEUE_WATCHES = (WatchSpec(WORKLOADS), WatchSpec(RESOURCE_FLAVORS))
+# Kubernetes' own PodGroups (settings.native_gang_schedulers): served from 1.37 with
+# GenericWorkload; elsewhere the watch idles and looks again now and then.
+NATIVE_GANG_WATCH = WatchSpec(NATIVE_PODGROUPS)
 
 
 def load_planner() -> ReconcileFn:
@@ -114,7 +118,7 @@ class Controller:
         if kube is None:
             # Our own pool: the watches (the job controller's ten, the queue, CronJob and PodGroup
             # controllers' eleven) hold a connection each, plus workers and parallel creates.
-            api_client = pooled_copy(api_client, 24 + settings.workers + 2 * CREATE_PARALLELISM)
+            api_client = pooled_copy(api_client, 25 + settings.workers + 2 * CREATE_PARALLELISM)
             kube = Kube(
                 api_client,
                 qps=settings.qps,
@@ -149,8 +153,15 @@ class Controller:
                 self._enqueue_all,
                 self._watch_stop,
             )
-            for spec in (*WATCHES, *(KUEUE_WATCHES if settings.kueue else ()))
+            for spec in (
+                *WATCHES,
+                *(KUEUE_WATCHES if settings.kueue else ()),
+                *((NATIVE_GANG_WATCH,) if settings.native_gang_schedulers else ()),
+            )
         ]
+        self._native_gang_watch = next(
+            (r for r in self.reflectors if r.kind == NATIVE_PODGROUPS.cache_kind), None
+        )
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
             self.elector = LeaderElector(
@@ -172,6 +183,14 @@ class Controller:
         self._threads: list[threading.Thread] = []
         self.endpoints: HttpEndpoints | None = None
         self.reconciles = 0
+
+    def _current_plan_settings(self) -> PlanSettings:
+        """The planner's settings with what the cluster serves now: Kubernetes' own gang API may
+        appear (or go) while the controller runs."""
+        served = self._native_gang_watch is not None and self._native_gang_watch.served
+        if served == self._plan_settings.native_gang_served:
+            return self._plan_settings
+        return replace(self._plan_settings, native_gang_served=served)
 
     # --- leadership ----------------------------------------------------------------------------
 
@@ -427,7 +446,7 @@ class Controller:
             if needs_generated_key(observed.job, observed.children, observed.memory):
                 fresh = generate_key_pair(self._plan_settings.ssh_key_type)
                 observed = replace(observed, ssh_key=fresh)
-            plan = self._reconcile(observed, self._plan_settings)
+            plan = self._reconcile(observed, self._current_plan_settings())
             if plan.guard_uid is None:
                 plan.guard_uid = uid
             result = self.applier.apply(job, plan)

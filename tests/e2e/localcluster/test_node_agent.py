@@ -139,7 +139,7 @@ def test_nodes_turn_ready_and_lose_the_not_ready_taint(
     assert set(by_name) == {*NODES, stray_node}
     for name in NODES:
         status = by_name[name]["status"]
-        assert status["nodeInfo"]["kubeletVersion"] == "v1.34.4"
+        assert status["nodeInfo"]["kubeletVersion"] == "v1.37.2"
         assert {"type": "InternalIP", "address": "127.0.0.1"} in status["addresses"]
         assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0
     assert ready_status(by_name[stray_node]) != "True"

@@ -896,7 +896,7 @@ def test_runs_as_a_child_process(
             text=True,
             timeout=60,
         )
-        assert json.loads(version.stdout)["gitVersion"] == "v1.34.4"
+        assert json.loads(version.stdout)["gitVersion"] == "v1.37.2"
         with httpx.Client(
             base_url=url,
             verify=tls(control_plane.ca),

@@ -370,7 +370,7 @@ def test_request_headers_pass_but_hop_by_hop_and_host_are_replaced() -> None:
         (b"Impersonate-Group", b"b"),
         (b"Content-Type", b"application/merge-patch+json"),
         (b"Accept", b"application/json"),
-        (b"User-Agent", b"kubectl/v1.34.4"),
+        (b"User-Agent", b"kubectl/v1.37.2"),
         (b"Connection", b"keep-alive, X-Hop"),
         (b"X-Hop", b"1"),
         (b"Keep-Alive", b"timeout=5"),
@@ -387,7 +387,7 @@ def test_request_headers_pass_but_hop_by_hop_and_host_are_replaced() -> None:
         (b"Impersonate-Group", b"b"),
         (b"Content-Type", b"application/merge-patch+json"),
         (b"Accept", b"application/json"),
-        (b"User-Agent", b"kubectl/v1.34.4"),
+        (b"User-Agent", b"kubectl/v1.37.2"),
         (b"Content-Length", b"12"),
     ]
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from shared.podresources import (
+    aggregate_container_limits,
     aggregate_container_requests,
     pod_requests,
     supported_at_pod_level,
@@ -52,6 +53,30 @@ def box(cpu: str | None = None, limit: str | None = None, **fields: Any) -> dict
 )
 def test_aggregate_container_requests(spec: dict[str, Any], cpu: str | None) -> None:
     assert aggregate_container_requests(spec).get("cpu") == (None if cpu is None else Decimal(cpu))
+
+
+@pytest.mark.parametrize(
+    ("spec", "cpu"),
+    [
+        pytest.param({"containers": [box(limit="1"), box(limit="2")]}, "3", id="limits-add-up"),
+        pytest.param({"containers": [box("1")]}, None, id="a-request-is-no-limit"),
+        pytest.param(
+            {"containers": [box(limit="1")], "initContainers": [box(limit="4")]},
+            "4",
+            id="init-the-largest",
+        ),
+        pytest.param(
+            {
+                "containers": [box(limit="1")],
+                "initContainers": [box(limit="1", restartPolicy="Always")],
+            },
+            "2",
+            id="sidecar-adds",
+        ),
+    ],
+)
+def test_aggregate_container_limits(spec: dict[str, Any], cpu: str | None) -> None:
+    assert aggregate_container_limits(spec).get("cpu") == (None if cpu is None else Decimal(cpu))
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ def test_nodes_are_named_and_sized_as_asked() -> None:
     assert node_view(node).taints == ()
     assert host_ip(node) == "127.0.0.1"
     assert node["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 10250}}
-    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.34.4"
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.37.2"
 
 
 def test_nodes_advertise_the_kubelet_api_where_the_agent_serves_it() -> None:

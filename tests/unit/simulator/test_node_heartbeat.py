@@ -59,7 +59,7 @@ def test_a_status_report_brings_an_unknown_node_back_to_ready_now() -> None:
     assert ready["lastTransitionTime"] == ready["lastHeartbeatTime"] == "2026-01-01T12:02:00Z"
     assert report["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 4242}}
     assert report["addresses"][0] == {"type": "InternalIP", "address": "127.0.0.1"}
-    assert report["nodeInfo"]["kubeletVersion"] == "v1.34.4"
+    assert report["nodeInfo"]["kubeletVersion"] == "v1.37.2"
 
 
 def test_only_nodes_the_agent_registered_are_its_own() -> None:

@@ -218,3 +218,50 @@ def test_the_last_ended_attempt_is_shown() -> None:
         "  Attempt 1 ended t2: PodFailed; failed pods: big-w-0 (exit code 3), big-w-1"
         in text.splitlines()
     )
+
+
+def native_group(*conditions: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "big-u1"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+        "status": {"conditions": list(conditions)},
+    }
+
+
+@pytest.mark.parametrize(
+    ("conditions", "line", "hint"),
+    [
+        pytest.param(
+            [
+                {
+                    "type": "PodGroupInitiallyScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/2 nodes are available: 2 Insufficient cpu.",
+                }
+            ],
+            "Gang big-u1 (kube-scheduler): minCount 3, not placed: Unschedulable: "
+            "0/2 nodes are available: 2 Insufficient cpu.",
+            "To unblock: free or add capacity",
+            id="unschedulable",
+        ),
+        pytest.param(
+            [{"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled"}],
+            "Gang big-u1 (kube-scheduler): minCount 3, placed",
+            "To unblock: nothing found blocking the job",
+            id="placed",
+        ),
+        pytest.param(
+            [],
+            "Gang big-u1 (kube-scheduler): minCount 3, not looked at by kube-scheduler yet",
+            "To unblock: nothing found blocking the job",
+            id="not-yet",
+        ),
+    ],
+)
+def test_kube_schedulers_gang(conditions: list[dict[str, str]], line: str, hint: str) -> None:
+    pending = job("Pending")
+    pending["spec"]["schedulerName"] = "default-scheduler"
+    text = explain(WhyFacts(pending, None, QUEUE, native_pod_group=native_group(*conditions)))
+    assert line in text.splitlines()
+    assert text.splitlines()[-1].startswith(hint)

@@ -67,6 +67,32 @@ def box(name: str = "c", **resources: dict[str, str]) -> dict[str, Any]:
             id="a-container-limit-above-the-pods",
         ),
         pytest.param(
+            template(
+                {"requests": {"hugepages-2Mi": "4Mi"}, "limits": {"hugepages-2Mi": "4Mi"}},
+                box(limits={"hugepages-2Mi": "4Mi"}),
+                box("d", limits={"hugepages-2Mi": "4Mi"}),
+            ),
+            [
+                "spec.tasks[0].template.spec.resources.requests[hugepages-2Mi]: Invalid value: "
+                '"4Mi": must be greater than or equal to aggregate container requests of 8Mi',
+                "spec.tasks[0].template.spec.resources.limits[hugepages-2Mi]: Invalid value: "
+                '"4Mi": must be greater than or equal to aggregate container limits of 8Mi',
+            ],
+            id="hugepages-limits-cover-the-containers",
+        ),
+        pytest.param(
+            template(
+                {"requests": {"memory": "2Gi"}, "limits": {"memory": "2Gi"}},
+                box(limits={"memory": "1Gi"}),
+                box("d", limits={"memory": "1536Mi"}),
+            ),
+            [
+                'spec.tasks[0].template.spec.resources.requests[memory]: Invalid value: "2Gi": '
+                "must be greater than or equal to aggregate container requests of 2560Mi"
+            ],
+            id="memory-limits-may-add-up-above-the-pods",
+        ),
+        pytest.param(
             template({"limits": {"nvidia.com/gpu": "1"}}, box()),
             [
                 "spec.tasks[0].template.spec.resources.limits[nvidia.com/gpu]: Unsupported "

@@ -1,0 +1,195 @@
+"""Kubernetes' own gang scheduling (1.37) with the real kube-scheduler: Volcano Jobs with
+`schedulerName: default-scheduler` get a scheduling.k8s.io Workload and PodGroup, their pods join
+it, and kube-scheduler places each gang all-or-nothing (the cluster's two nodes have 8 CPUs each;
+the node agent binds no default-scheduler pod)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster.testing import LocalCluster, tools_env, wait_for
+
+pytestmark = pytest.mark.e2e
+
+WAIT = 120.0
+BIN = Path(sys.executable).parent
+
+
+def gang_job(
+    name: str, replicas: int, cpu: str, runtime: str, *, min_available: int | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": "default-scheduler",
+            "minAvailable": replicas if min_available is None else min_available,
+            "tasks": [
+                {
+                    "name": "w",
+                    "replicas": replicas,
+                    "template": {
+                        "metadata": {"annotations": {"sim.vcjob.io/runtime": runtime}},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "busybox",
+                                    "resources": {"requests": {"cpu": cpu}},
+                                }
+                            ],
+                        },
+                    },
+                }
+            ],
+        },
+    }
+
+
+def items(cluster: LocalCluster, namespace: str, resource: str) -> list[dict[str, Any]]:
+    listed = cluster.kubectl("get", resource, "-n", namespace, "-o", "json")
+    return list(json.loads(listed.stdout)["items"])
+
+
+def pods_of(cluster: LocalCluster, namespace: str, job: str) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in items(cluster, namespace, "pods")
+        if p["metadata"]["labels"].get("volcano.sh/job-name") == job
+    ]
+
+
+def bound(pods: list[dict[str, Any]]) -> int:
+    return sum(1 for p in pods if p["spec"].get("nodeName"))
+
+
+def phase(cluster: LocalCluster, namespace: str, job: str) -> str:
+    got = cluster.kubectl("get", "vcjob", job, "-n", namespace, "-o", "json")
+    return str(((json.loads(got.stdout).get("status") or {}).get("state") or {}).get("phase"))
+
+
+def create(cluster: LocalCluster, namespace: str, job: dict[str, Any]) -> None:
+    cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(job))
+
+
+def vcjob(cluster: LocalCluster, *argv: str) -> str:
+    env = tools_env()
+    env["PATH"] = f"{env['PATH']}{os.pathsep}{BIN}"
+    env["KUBECONFIG"] = str(cluster.kubeconfig)
+    done = subprocess.run(
+        ["vcjob", *argv], capture_output=True, text=True, timeout=60, env=env, check=True
+    )
+    return done.stdout
+
+
+def test_two_gangs_that_do_not_both_fit_run_one_after_the_other(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    # Each gang needs both nodes (two pods of 6 CPUs); pod by pod, kube-scheduler would give
+    # each job one node and neither could run.
+    create(cluster, namespace, gang_job("first", 2, "6", "25s"))
+    create(cluster, namespace, gang_job("second", 2, "6", "25s"))
+    groups = wait_for(
+        lambda: items(cluster, namespace, "podgroups.scheduling.k8s.io"),
+        lambda found: len(found) == 2,
+        "a native PodGroup per job",
+        WAIT,
+    )
+    workloads = items(cluster, namespace, "workloads.scheduling.k8s.io")
+    assert [w["spec"]["podGroupTemplates"][0]["schedulingPolicy"] for w in workloads] == [
+        {"gang": {"minCount": 2}}
+    ] * 2
+    names = {g["metadata"]["ownerReferences"][0]["name"]: g["metadata"]["name"] for g in groups}
+
+    def placement() -> tuple[int, int]:
+        return bound(pods_of(cluster, namespace, "first")), bound(
+            pods_of(cluster, namespace, "second")
+        )
+
+    running = wait_for(placement, lambda counts: 2 in counts, "one gang placed whole", WAIT)
+    assert sorted(running) == [0, 2], f"a partial placement: {running}"
+    winner, waiter = ("first", "second") if running[0] == 2 else ("second", "first")
+    for pod in pods_of(cluster, namespace, winner):
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": names[winner]}
+    # The other gang waits whole, with kube-scheduler's reason on its PodGroup, until the nodes
+    # are free again; then it runs whole.
+    waiting = wait_for(
+        lambda: items(cluster, namespace, "podgroups.scheduling.k8s.io"),
+        lambda found: any(
+            c.get("type") == "PodGroupInitiallyScheduled" and c.get("status") == "False"
+            for g in found
+            if g["metadata"]["name"] == names[waiter]
+            for c in (g.get("status") or {}).get("conditions") or []
+        ),
+        "kube-scheduler's verdict on the waiting gang",
+        WAIT,
+    )
+    assert waiting
+    deadline = time.monotonic() + WAIT
+    while phase(cluster, namespace, winner) not in ("Completed", "Failed"):
+        assert bound(pods_of(cluster, namespace, waiter)) == 0, "a partial placement"
+        assert time.monotonic() < deadline, f"{winner} did not finish"
+        time.sleep(0.5)
+    assert phase(cluster, namespace, winner) == "Completed"
+    wait_for(
+        lambda: phase(cluster, namespace, waiter),
+        lambda found: found == "Completed",
+        f"{waiter} to run whole once the nodes are free",
+        WAIT,
+    )
+
+
+def test_a_gang_larger_than_the_cluster_waits_with_kube_schedulers_reason(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    create(cluster, namespace, gang_job("huge", 3, "6", "10s"))
+    wait_for(
+        lambda: vcjob(cluster, "job", "why", "huge", "-n", namespace),
+        lambda text: "(kube-scheduler): minCount 3, not placed: Unschedulable" in text,
+        "`vcjob job why` to give kube-scheduler's reason",
+        WAIT,
+    )
+    assert bound(pods_of(cluster, namespace, "huge")) == 0
+    assert phase(cluster, namespace, "huge") == "Pending"
+
+
+def test_a_scale_resizes_the_one_gang(cluster: LocalCluster, namespace: str) -> None:
+    create(cluster, namespace, gang_job("grow", 2, "1", "600s"))
+    wait_for(
+        lambda: phase(cluster, namespace, "grow"), lambda p: p == "Running", "grow running", WAIT
+    )
+    cluster.kubectl(
+        "patch", "vcjob", "grow", "-n", namespace, "--type", "json", "-p",
+        json.dumps(
+            [
+                {"op": "replace", "path": "/spec/tasks/0/replicas", "value": 3},
+                {"op": "replace", "path": "/spec/minAvailable", "value": 3},
+            ]
+        ),
+    )  # fmt: skip
+    groups = wait_for(
+        lambda: items(cluster, namespace, "podgroups.scheduling.k8s.io"),
+        lambda found: [g["spec"]["schedulingPolicy"] for g in found] == [{"gang": {"minCount": 3}}],
+        "the one native PodGroup resized to 3",
+        WAIT,
+    )
+    wait_for(
+        lambda: bound(pods_of(cluster, namespace, "grow")),
+        lambda n: n == 3,
+        "the third pod placed in the same gang",
+        WAIT,
+    )
+    third = next(
+        p for p in pods_of(cluster, namespace, "grow") if p["metadata"]["name"] == "grow-w-2"
+    )
+    assert third["spec"]["schedulingGroup"] == {"podGroupName": groups[0]["metadata"]["name"]}
