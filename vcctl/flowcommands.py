@@ -16,16 +16,17 @@ from vcctl import manifests, render, render_flows
 from vcctl.api import ApiError
 from vcctl.common import (
     FAILURE_EXIT,
+    NAME_FLAGS,
     UsageError,
     connection_options,
     name_argument,
+    namespace_option,
     one_name,
     open_api,
     output_option,
     reported,
 )
 
-NAME_FLAGS = "--name/-N"
 WireObject = dict[str, Any]
 
 
@@ -37,15 +38,6 @@ class FlowKind:
     command: str  # `jobflow`: the command group, and the word of one-line errors
     words: str  # `jobflow` or `job template`: vcctl's words in help texts and usage errors
     table: Callable[[Sequence[WireObject], datetime], str]
-
-
-def _namespace_option(func: Any) -> Any:
-    return click.option(
-        "-n",
-        "--namespace",
-        default=None,
-        help="Namespace (default: the kubeconfig context's namespace, else `default`).",
-    )(func)
 
 
 def _read_file(filename: str, kind: str, *, named: bool = False) -> list[WireObject]:
@@ -115,7 +107,7 @@ def build_group(flow: FlowKind) -> click.Group:
             api.close()
 
     @group.command("list", help=f"List {kind}s.")
-    @_namespace_option
+    @namespace_option
     @click.option("-A", "--all-namespaces", is_flag=True, help=f"{kind}s of every namespace.")
     @output_option("json", "yaml")
     @connection_options
@@ -143,7 +135,7 @@ def build_group(flow: FlowKind) -> click.Group:
     @group.command("get", help=f"Show the {kind} NAME (or --name/-N).")
     @name_argument
     @click.option("-N", "--name", default="", help=f"The name of the {words}.")
-    @_namespace_option
+    @namespace_option
     @output_option("json", "yaml")
     @connection_options
     @reported("get", command)
@@ -177,7 +169,7 @@ def build_group(flow: FlowKind) -> click.Group:
     )
     @name_argument
     @click.option("-N", "--name", default="", help=f"The name of the {words}.")
-    @_namespace_option
+    @namespace_option
     @click.option(
         "-f",
         "--file",
@@ -224,7 +216,7 @@ def build_group(flow: FlowKind) -> click.Group:
     )
     @name_argument
     @click.option("-N", "--name", default="", help=f"The name of the {words}.")
-    @_namespace_option
+    @namespace_option
     @click.option(
         "-o",
         "--format",

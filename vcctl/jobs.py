@@ -12,26 +12,17 @@ import yaml
 from vcctl import render, why
 from vcctl.build import build_command, build_run_job, command_refusal, parse_resources
 from vcctl.common import (
+    NAME_FLAGS,
     RefusedError,
     UsageError,
     connection_options,
     name_argument,
+    namespace_option,
     one_name,
     open_api,
     output_option,
     reported,
 )
-
-NAME_FLAGS = "--name/-N"
-
-
-def _namespace_option(func: Any) -> Any:
-    return click.option(
-        "-n",
-        "--namespace",
-        default=None,
-        help="Namespace (default: the kubeconfig context's namespace, else `default`).",
-    )(func)
 
 
 def _name_option(func: Any) -> Any:
@@ -46,7 +37,7 @@ def job_group() -> None:
 @job_group.command("run")
 @name_argument
 @click.option("-i", "--image", default="busybox", show_default=True, help="Container image.")
-@_namespace_option
+@namespace_option
 @_name_option
 @click.option("-m", "--min", "min_available", type=int, default=1, show_default=True)
 @click.option("-r", "--replicas", type=int, default=1, show_default=True)
@@ -117,7 +108,7 @@ def _read_manifest(filename: str) -> dict[str, Any]:
 
 
 @job_group.command("list")
-@_namespace_option
+@namespace_option
 @click.option("-A", "--all-namespaces", is_flag=True, help="Jobs of every namespace.")
 @click.option("-q", "--queue", default="", help="Only jobs of this queue.")
 @click.option("-S", "--scheduler", default="", help="Only jobs of this scheduler.")
@@ -157,7 +148,7 @@ def list_command(
 
 @job_group.command("view")
 @name_argument
-@_namespace_option
+@namespace_option
 @_name_option
 @output_option("json", "yaml")
 @connection_options
@@ -196,7 +187,7 @@ def view_command(
 
 @job_group.command("why")
 @name_argument
-@_namespace_option
+@namespace_option
 @_name_option
 @connection_options
 @reported("explain", "job")
@@ -259,7 +250,7 @@ def _require(name_argument: str, name: str, verb: str) -> str:
 
 @job_group.command("suspend")
 @name_argument
-@_namespace_option
+@namespace_option
 @_name_option
 @connection_options
 @reported("suspend", "job")
@@ -277,7 +268,7 @@ def suspend_command(
 
 @job_group.command("resume")
 @name_argument
-@_namespace_option
+@namespace_option
 @_name_option
 @connection_options
 @reported("resume", "job")
@@ -294,7 +285,7 @@ def resume_command(
 
 @job_group.command("delete")
 @name_argument
-@_namespace_option
+@namespace_option
 @_name_option
 @connection_options
 @reported("delete", "job")
@@ -321,7 +312,7 @@ def delete_command(
 def _alias(action: str, verb: str, doc: str) -> click.Command:
     @click.command(verb, help=doc)
     @name_argument
-    @_namespace_option
+    @namespace_option
     @_name_option
     @connection_options
     @reported(verb, "job")

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from localcluster import kubebin
 from localcluster.simulator.kubelet import timestamp
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 MAX_PODS: Final = 110
-KUBELET_VERSION: Final = "v1.37.2"
+KUBELET_VERSION: Final = kubebin.KUBERNETES_VERSION
 DEFAULT_KUBELET_PORT: Final = 10250
 # Where kube-apiserver reaches every node's kubelet API: one server on this machine's loopback.
 NODE_ADDRESS: Final = "127.0.0.1"

@@ -25,7 +25,7 @@ def test_close_then_reopen_a_queue_with_a_running_job(
 
     cluster.kubectl("create", "-n", namespace, "-f", "-", input=job_manifest("first", queue))
     wait_for(
-        lambda: get_json(cluster, "podgroups", "-n", namespace)["items"],
+        lambda: get_json(cluster, "podgroups.scheduling.volcano.sh", "-n", namespace)["items"],
         bool,
         "the job's PodGroup",
     )

@@ -85,7 +85,9 @@ def test_suspend_and_resume_ten_times_keeps_the_retry_count(
 ) -> None:
     cluster.kubectl("create", "-n", namespace, "-f", "-", input=_manifest("sus"))
     wait_for(lambda: _running_with_pods(cluster, namespace, "sus"), bool, "sus Running")
-    first_pod_group = get_json(cluster, "podgroups", "-n", namespace)["items"][0]["metadata"]
+    first_pod_group = get_json(cluster, "podgroups.scheduling.volcano.sh", "-n", namespace)[
+        "items"
+    ][0]["metadata"]
     for round_ in range(10):
         _set_suspend(cluster, namespace, "sus", True)
         wait_for(
@@ -104,7 +106,7 @@ def test_suspend_and_resume_ten_times_keeps_the_retry_count(
     assert status["version"] == 0
     assert (_suspended_condition(_job(cluster, namespace, "sus")) or {})["reason"] == "JobResumed"
     # The gang was admitted afresh: the PodGroup of the first attempt was replaced.
-    pod_groups = get_json(cluster, "podgroups", "-n", namespace)["items"]
+    pod_groups = get_json(cluster, "podgroups.scheduling.volcano.sh", "-n", namespace)["items"]
     assert [g["metadata"]["uid"] for g in pod_groups] != [first_pod_group["uid"]]
 
 

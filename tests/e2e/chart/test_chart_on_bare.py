@@ -371,6 +371,34 @@ def test_scaling_suspending_and_ttl(installed: LocalCluster, tmp_path: Path) -> 
         "get", "vcjob", "brief", check=False).returncode != 0)  # fmt: skip
 
 
+def test_kubernetes_gang_through_the_chart(installed: LocalCluster) -> None:
+    """A default-scheduler Job gets Kubernetes' own gang (1.37): the chart's controller creates
+    the Workload and the PodGroup and resizes the PodGroup on scale (docs/native-gang.md)."""
+    manifest = job_manifest(
+        "native", schedulerName="default-scheduler", annotations={"sim.vcjob.io/runtime": "60s"}
+    )
+    installed.kubectl("create", "-f", "-", input=manifest)
+    wait_for("job native to run", lambda: job_phase(installed, "native") == "Running")
+    workloads = kubectl_json(installed, "workloads.scheduling.k8s.io")["items"]
+    assert [w["spec"]["controllerRef"]["name"] for w in workloads] == ["native"]
+    scale = [
+        {"op": "replace", "path": "/spec/tasks/0/replicas", "value": 3},
+        {"op": "replace", "path": "/spec/minAvailable", "value": 3},
+    ]
+    installed.kubectl("patch", "vcjob", "native", "--type", "json", "-p", json.dumps(scale))
+    wait_for(
+        "the job's PodGroup resized to 3",
+        lambda: (
+            [
+                g["spec"]["schedulingPolicy"]
+                for g in kubectl_json(installed, "podgroups.scheduling.k8s.io")["items"]
+            ]
+            == [{"gang": {"minCount": 3}}]
+        ),
+    )
+    installed.kubectl("delete", "vcjob", "native")
+
+
 def test_elastic_jobs_are_sized_from_node_capacity(installed: LocalCluster) -> None:
     elastic = {"minReplicas": 1, "maxReplicas": 2}
     runtime = {"sim.vcjob.io/runtime": "30s"}

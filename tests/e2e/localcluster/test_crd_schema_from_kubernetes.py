@@ -118,7 +118,7 @@ def test_pod_templates_are_kube_apiservers_pod_template_spec(cluster: LocalClust
         ("vcjob.spec.tasks.template.spec.containers.resources", "Compute Resources required"),
         ("cronvj.spec.schedule", "When to create a Job"),
         ("queue.spec.weight", "share of the cluster"),
-        ("podgroup.spec.minMember", "gang size"),
+        ("pg.spec.minMember", "gang size"),
     ],
 )
 def test_kubectl_explain_describes_fields(cluster: LocalCluster, field: str, words: str) -> None:

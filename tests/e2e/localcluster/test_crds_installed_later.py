@@ -84,6 +84,8 @@ def test_a_gang_is_admitted_soon_after_the_crds_arrive(tmp_path: Path) -> None:
 
         wait_until("the gang's pod is bound", bound, ADMITTED_WITHIN)
         took = time.monotonic() - started  # before the read below, which is not the agent's
-        phase = cluster.kubectl("get", "podgroup", "gang", "-o", "jsonpath={.status.phase}").stdout
+        phase = cluster.kubectl(
+            "get", "podgroups.scheduling.volcano.sh", "gang", "-o", "jsonpath={.status.phase}"
+        ).stdout
         assert phase in ("Inqueue", "Running"), phase
         assert took < ADMITTED_WITHIN

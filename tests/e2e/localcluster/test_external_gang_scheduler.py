@@ -56,7 +56,7 @@ def get(cluster: LocalCluster, *what: str) -> Any:
 def test_pods_wait_for_the_external_scheduler_then_run(cluster: LocalCluster) -> None:
     cluster.kubectl("create", "-f", "-", input=json.dumps(JOB))
     group = wait_for(
-        lambda: get(cluster, "podgroups")["items"],
+        lambda: get(cluster, "podgroups.scheduling.volcano.sh")["items"],
         lambda items: len(items) == 1,
         "the Job's PodGroup",
         WAIT,
@@ -97,4 +97,6 @@ def test_pods_wait_for_the_external_scheduler_then_run(cluster: LocalCluster) ->
         WAIT,
     )
     # The PodGroup's status is the external scheduler's to write: the agent left it as set.
-    assert get(cluster, "podgroup", group["metadata"]["name"])["status"] == {"phase": "Inqueue"}
+    assert get(cluster, "podgroups.scheduling.volcano.sh", group["metadata"]["name"])["status"] == {
+        "phase": "Inqueue"
+    }

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from localcluster import kubebin
 from localcluster.testing import LocalCluster, running_cluster, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -139,7 +140,7 @@ def test_nodes_turn_ready_and_lose_the_not_ready_taint(
     assert set(by_name) == {*NODES, stray_node}
     for name in NODES:
         status = by_name[name]["status"]
-        assert status["nodeInfo"]["kubeletVersion"] == "v1.37.2"
+        assert status["nodeInfo"]["kubeletVersion"] == kubebin.KUBERNETES_VERSION
         assert {"type": "InternalIP", "address": "127.0.0.1"} in status["addresses"]
         assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0
     assert ready_status(by_name[stray_node]) != "True"
@@ -207,7 +208,7 @@ def test_a_pod_whose_affinity_no_node_meets_stays_pending_and_says_why(
     )
     assert "didn't match Pod's node affinity/selector" in described
     group = wait_for(
-        lambda: get(cluster, "podgroup", "nowhere", "-n", namespace),
+        lambda: get(cluster, "podgroups.scheduling.volcano.sh", "nowhere", "-n", namespace),
         lambda g: condition(g, "Unschedulable").get("status") == "True",
         "the PodGroup's Unschedulable condition",
         WAIT,

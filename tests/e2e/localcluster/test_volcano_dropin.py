@@ -99,7 +99,7 @@ def test_partitions_network_topology_and_ray_run_to_completed(kubectl: Kubectl) 
 def test_podgroup_carries_sub_groups_and_topology(kubectl: Kubectl) -> None:
     kubectl("create", "-f", str(EXAMPLES / "ray-partitions.yaml"))
     group = wait_for(
-        lambda: get(kubectl, "podgroups")["items"],
+        lambda: get(kubectl, "podgroups.scheduling.volcano.sh")["items"],
         lambda items: bool(items),
         "the PodGroup",
     )[0]
@@ -158,7 +158,7 @@ def test_a_gpu_job_on_a_gpu_less_cluster_says_why_it_waits(kubectl: Kubectl) -> 
         task["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
     kubectl("create", "-f", "-", stdin=yaml.safe_dump(manifest))
     group = wait_for(
-        lambda: get(kubectl, "podgroups")["items"],
+        lambda: get(kubectl, "podgroups.scheduling.volcano.sh")["items"],
         lambda items: (
             bool(items)
             and any(

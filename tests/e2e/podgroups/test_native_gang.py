@@ -15,9 +15,16 @@ from typing import Any
 
 import pytest
 
+from localcluster import controlplane, kubebin
 from localcluster.testing import LocalCluster, tools_env, wait_for
 
 pytestmark = pytest.mark.e2e
+# The gang API is served from Kubernetes 1.37 (the pinned release); on older releases (the manual
+# lane of docs/kubernetes-versions.md) the Jobs run without it and say so.
+SERVED = bool(controlplane.kubernetes_features(kubebin.KUBERNETES_VERSION).runtime_config)
+needs_the_api = pytest.mark.skipif(
+    not SERVED, reason=f"Kubernetes {kubebin.KUBERNETES_VERSION} does not serve the gang API"
+)
 
 WAIT = 120.0
 BIN = Path(sys.executable).parent
@@ -92,6 +99,7 @@ def vcjob(cluster: LocalCluster, *argv: str) -> str:
     return done.stdout
 
 
+@needs_the_api
 def test_two_gangs_that_do_not_both_fit_run_one_after_the_other(
     cluster: LocalCluster, namespace: str
 ) -> None:
@@ -149,6 +157,7 @@ def test_two_gangs_that_do_not_both_fit_run_one_after_the_other(
     )
 
 
+@needs_the_api
 def test_a_gang_larger_than_the_cluster_waits_with_kube_schedulers_reason(
     cluster: LocalCluster, namespace: str
 ) -> None:
@@ -163,6 +172,7 @@ def test_a_gang_larger_than_the_cluster_waits_with_kube_schedulers_reason(
     assert phase(cluster, namespace, "huge") == "Pending"
 
 
+@needs_the_api
 def test_a_scale_resizes_the_one_gang(cluster: LocalCluster, namespace: str) -> None:
     create(cluster, namespace, gang_job("grow", 2, "1", "600s"))
     wait_for(
@@ -193,3 +203,67 @@ def test_a_scale_resizes_the_one_gang(cluster: LocalCluster, namespace: str) -> 
         p for p in pods_of(cluster, namespace, "grow") if p["metadata"]["name"] == "grow-w-2"
     )
     assert third["spec"]["schedulingGroup"] == {"podGroupName": groups[0]["metadata"]["name"]}
+
+
+@pytest.mark.skipif(SERVED, reason="the cluster serves the gang API")
+def test_without_the_api_the_job_runs_and_says_why(cluster: LocalCluster, namespace: str) -> None:
+    create(cluster, namespace, gang_job("plain", 2, "1", "2s"))
+    wait_for(
+        lambda: phase(cluster, namespace, "plain"),
+        lambda found: found == "Completed",
+        "the Job to run without a gang",
+        WAIT,
+    )
+    events = items(cluster, namespace, "events")
+    assert any(e.get("reason") == "NativeGangUnavailable" for e in events), events
+
+
+@needs_the_api
+def test_a_higher_priority_gang_preempts_a_lower_one_whose_policy_applies(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    low, high = f"{namespace}-low", f"{namespace}-high"
+    for name, value in ((low, "100"), (high, "1000")):
+        cluster.kubectl("create", "priorityclass", name, f"--value={value}")
+    try:
+        victim = gang_job("victim", 2, "6", "600s")
+        victim["spec"]["priorityClassName"] = low
+        victim["spec"]["policies"] = [{"event": "PodEvicted", "action": "RestartJob"}]
+        create(cluster, namespace, victim)
+        wait_for(
+            lambda: phase(cluster, namespace, "victim"),
+            lambda p: p == "Running",
+            "the low-priority gang running",
+            WAIT,
+        )
+        urgent = gang_job("urgent", 2, "6", "20s")
+        urgent["spec"]["priorityClassName"] = high
+        create(cluster, namespace, urgent)
+        # kube-scheduler evicts the whole lower gang for the higher one; the victim's RestartJob
+        # policy counts an infrastructure restart, and its new pods wait whole.
+        status = wait_for(
+            lambda: json.loads(
+                cluster.kubectl("get", "vcjob", "victim", "-n", namespace, "-o", "json").stdout
+            )["status"],
+            lambda s: (s.get("restartCounts") or {}).get("infrastructure") == 1,
+            "the victim's RestartJob on PodEvicted, counted as infrastructure",
+            WAIT,
+        )
+        assert status["retryCount"] == 1
+        wait_for(
+            lambda: (
+                bound(pods_of(cluster, namespace, "urgent")),
+                bound(pods_of(cluster, namespace, "victim")),
+            ),
+            lambda counts: counts == (2, 0),
+            "the higher gang placed whole, the lower one waiting whole",
+            WAIT,
+        )
+        wait_for(
+            lambda: bound(pods_of(cluster, namespace, "victim")),
+            lambda n: n == 2,
+            "the lower gang placed again once the higher one completed",
+            WAIT,
+        )
+    finally:
+        cluster.kubectl("delete", "priorityclass", low, high, check=False)

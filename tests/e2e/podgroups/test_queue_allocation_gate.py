@@ -65,9 +65,11 @@ def scheduled_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def podgroup_conditions(cluster: LocalCluster, namespace: str) -> list[dict[str, Any]]:
-    groups = json.loads(cluster.kubectl("get", "podgroups", "-n", namespace, "-o", "json").stdout)[
-        "items"
-    ]
+    groups = json.loads(
+        cluster.kubectl(
+            "get", "podgroups.scheduling.volcano.sh", "-n", namespace, "-o", "json"
+        ).stdout
+    )["items"]
     return [c for g in groups for c in (g.get("status") or {}).get("conditions") or []]
 
 

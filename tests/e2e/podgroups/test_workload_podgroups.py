@@ -21,7 +21,7 @@ def get_json(cluster: LocalCluster, namespace: str, *args: str) -> Any:
 
 
 def podgroups(cluster: LocalCluster, namespace: str) -> dict[str, dict[str, Any]]:
-    items = get_json(cluster, namespace, "podgroups")["items"]
+    items = get_json(cluster, namespace, "podgroups.scheduling.volcano.sh")["items"]
     return {g["metadata"]["name"]: g for g in items}
 
 

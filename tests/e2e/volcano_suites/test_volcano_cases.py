@@ -189,7 +189,9 @@ def test_a_batch_job_podgroup_is_completed_once_its_pods_finished(
         timeout=WAIT,
     )
     group = testing.wait_for(
-        lambda: get_json(cluster, "podgroup", f"podgroup-{uid}", "-n", namespace),
+        lambda: get_json(
+            cluster, "podgroups.scheduling.volcano.sh", f"podgroup-{uid}", "-n", namespace
+        ),
         lambda g: (g.get("status") or {}).get("phase") == "Completed",
         "the PodGroup to be Completed",
         timeout=WAIT,

@@ -68,7 +68,7 @@ def test_queue_defaults_bounds_and_deletion(cluster: LocalCluster) -> None:
     held = cluster.kubectl("delete", "queue", "busy", check=False)
     assert held.returncode != 0
     assert "queue busy can not be deleted because it has 1 PodGroups: default/holder" in held.stderr
-    cluster.kubectl("delete", "podgroup", "holder", "-n", "default")
+    cluster.kubectl("delete", "podgroups.scheduling.volcano.sh", "holder", "-n", "default")
     # No controller runs here: the queue's state is still unset (it counts as Open). The webhook
     # lists the queue's PodGroups at each DELETE, so the deletion above is seen at once.
     cluster.kubectl("delete", "queue", "busy")
@@ -82,7 +82,10 @@ def test_podgroup_queue_from_the_namespace_and_open_queues_only(cluster: LocalCl
         "the webhook to see queue team",
         lambda: create(cluster, podgroup("pg", "team-a")).returncode == 0,
     )
-    assert get(cluster, "podgroup", "pg", "-n", "team-a")["spec"]["queue"] == "team"
+    assert (
+        get(cluster, "podgroups.scheduling.volcano.sh", "pg", "-n", "team-a")["spec"]["queue"]
+        == "team"
+    )
 
     assert create(cluster, queue("shut")).returncode == 0
     cluster.kubectl("patch", "queue", "shut", "--subresource=status", "--type=merge",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from builders import job, observe, pod_group_of, pod_of
 
-from controller.job.decide import activesync, draft, nativegang
+from controller.job.decide import activesync, blocked, draft, nativegang
 from controller.job.decide.model import PlanSettings
 from controller.job.decide.podgen import joins_native_gang
 from shared.models import Job
@@ -212,3 +212,41 @@ def test_volcano_jobs_get_no_native_gang() -> None:
     activesync.sync(r, d)
     assert all(o["apiVersion"] != "scheduling.k8s.io/v1beta1" for o in d.plan.create)
     assert all("schedulingGroup" not in o["spec"] for o in d.plan.create if o["kind"] == "Pod")
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        pytest.param(
+            {
+                "conditions": [
+                    {
+                        "type": "PodGroupInitiallyScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "minCount (3) cannot be satisfied",
+                    }
+                ]
+            },
+            blocked.Blocked("Unschedulable", "kube-scheduler: minCount (3) cannot be satisfied"),
+            id="kube-scheduler-cannot-place-it",
+        ),
+        pytest.param(
+            {"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "True"}]},
+            None,
+            id="placed",
+        ),
+        pytest.param({}, None, id="not-looked-at"),
+    ],
+)
+def test_a_job_is_blocked_by_kube_schedulers_verdict(
+    status: dict[str, Any], expected: blocked.Blocked | None
+) -> None:
+    found = blocked.blocked_reason(
+        missing_pvcs=[],
+        queue=blocked.QueueFacts("default"),
+        pod_group=None,
+        pods=[],
+        native_pod_group={"status": status},
+    )
+    assert found == expected

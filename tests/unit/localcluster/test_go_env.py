@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from localcluster import kubebin
 from localcluster.kubebin import GO_CONFIG_HOME, go_env
 from localcluster.tools import PROJECT_ROOT
 
@@ -54,3 +55,19 @@ def test_go_reads_it_so_and_writes_nothing_in_home(tmp_path: Path) -> None:
         "https://proxy.example",
     ]
     assert sorted(home.rglob("*")) == [home / ".config", home / ".config" / "go", goenv_file]
+
+
+def test_a_release_module_replaces_every_staging_module() -> None:
+    kubernetes_go_mod = (
+        "module k8s.io/kubernetes\n\nreplace (\n"
+        "\tk8s.io/api => ./staging/src/k8s.io/api\n"
+        "\tk8s.io/client-go => ./staging/src/k8s.io/client-go\n"
+        "\tgithub.com/other/thing => github.com/fork/thing v1.0.0\n)\n"
+    )
+    staging = kubebin.staging_modules(kubernetes_go_mod)
+    assert staging == ["k8s.io/api", "k8s.io/client-go"]
+    written = kubebin.release_go_mod("v1.35.4", staging)
+    assert "require k8s.io/kubernetes v1.35.4\n" in written
+    assert "\tk8s.io/api => k8s.io/api v0.35.4\n" in written
+    assert "\tk8s.io/client-go => k8s.io/client-go v0.35.4\n" in written
+    assert "\tk8s.io/kubernetes/cmd/kubectl\n" in written
