@@ -176,6 +176,7 @@ class KubernetesFeatures:
     beyond its defaults."""
 
     feature_gates: tuple[str, ...] = ()
+    apiserver_gates: tuple[str, ...] = ()
     runtime_config: tuple[str, ...] = ()
     disabled_controllers: tuple[str, ...] = DISABLED_CONTROLLERS
 
@@ -183,10 +184,17 @@ class KubernetesFeatures:
         return ["--controllers", ",".join(["*", *(f"-{c}" for c in self.disabled_controllers)])]
 
     def gate_args(self) -> list[str]:
-        return ["--feature-gates", ",".join(self.feature_gates)] if self.feature_gates else []
+        return _gates_arg(self.feature_gates)
+
+    def apiserver_gate_args(self) -> list[str]:
+        return _gates_arg((*self.feature_gates, *self.apiserver_gates))
 
     def runtime_config_args(self) -> list[str]:
         return ["--runtime-config", ",".join(self.runtime_config)] if self.runtime_config else []
+
+
+def _gates_arg(gates: tuple[str, ...]) -> list[str]:
+    return ["--feature-gates", ",".join(gates)] if gates else []
 
 
 NO_FEATURES: Final = KubernetesFeatures()
@@ -201,6 +209,12 @@ WORKLOAD_GATES: Final = (
 )
 WORKLOAD_APIS: Final = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3")
 WORKLOAD_SINCE_MINOR: Final = 37
+# From 1.36 kube-apiserver keeps a peer endpoint lease in etcd for proxying between API servers
+# of mixed versions (UnknownVersionInteroperabilityProxy, beta, on by default). A lone API server
+# has no peer; and when `up` is killed its SIGTERM comes with etcd's, so removing that lease
+# waits out a 20 s timeout and the server then never finishes stopping.
+PEER_PROXY_GATE: Final = "UnknownVersionInteroperabilityProxy"
+PEER_PROXY_SINCE_MINOR: Final = 36
 
 
 def kubernetes_features(version: str) -> KubernetesFeatures:
@@ -208,11 +222,16 @@ def kubernetes_features(version: str) -> KubernetesFeatures:
     1.37 on (nothing on older releases, where those gates are alpha or unknown), and which of
     kube-controller-manager's controllers it turns off."""
     minor = int(version.removeprefix("v").split(".")[1])
+    apiserver_gates = (f"{PEER_PROXY_GATE}=false",) if minor >= PEER_PROXY_SINCE_MINOR else ()
     if minor < WORKLOAD_SINCE_MINOR:
         # Before 1.37 kube-controller-manager still runs the cloud provider's controllers.
-        return KubernetesFeatures(disabled_controllers=(*CLOUD_CONTROLLERS, *DISABLED_CONTROLLERS))
+        return KubernetesFeatures(
+            apiserver_gates=apiserver_gates,
+            disabled_controllers=(*CLOUD_CONTROLLERS, *DISABLED_CONTROLLERS),
+        )
     return KubernetesFeatures(
         feature_gates=tuple(f"{gate}=true" for gate in WORKLOAD_GATES),
+        apiserver_gates=apiserver_gates,
         runtime_config=tuple(f"{api}=true" for api in WORKLOAD_APIS),
     )
 
@@ -256,7 +275,7 @@ def apiserver_args(settings: ApiServerSettings) -> list[str]:
         "--shutdown-send-retry-after=true",
         "--profiling=false",
         "--v", "1",
-        *settings.features.gate_args(),
+        *settings.features.apiserver_gate_args(),
         *settings.features.runtime_config_args(),
     ]  # fmt: skip
     if settings.audit_log is not None and settings.audit_policy is not None:
