@@ -110,6 +110,10 @@ NATIVE_WORKLOADS = Resource(
 NATIVE_PODGROUPS = Resource(
     "scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", store_key="NativePodGroup"
 )
+# The alpha CompositePodGroup (gate CompositePodGroup): the tasks' PodGroups as one gang.
+NATIVE_COMPOSITE_PODGROUPS = Resource(
+    "scheduling.k8s.io", "v1alpha3", "compositepodgroups", "CompositePodGroup"
+)
 JOBFLOWS = Resource("flow.volcano.sh", "v1alpha1", "jobflows", "JobFlow")
 JOBTEMPLATES = Resource("flow.volcano.sh", "v1alpha1", "jobtemplates", "JobTemplate")
 
@@ -135,7 +139,8 @@ _BY_KIND = {
 
 
 _BY_API_KIND = {
-    (r.api_version, r.kind): r for r in (*_BY_KIND.values(), NATIVE_WORKLOADS, NATIVE_PODGROUPS)
+    (r.api_version, r.kind): r
+    for r in (*_BY_KIND.values(), NATIVE_WORKLOADS, NATIVE_PODGROUPS, NATIVE_COMPOSITE_PODGROUPS)
 }
 
 

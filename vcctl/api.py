@@ -17,6 +17,7 @@ from kubeio.client import (
     JOBFLOWS,
     JOBS,
     JOBTEMPLATES,
+    NATIVE_COMPOSITE_PODGROUPS,
     NATIVE_PODGROUPS,
     PODGROUPS,
     PODS,
@@ -198,13 +199,31 @@ class VolcanoApi:
     def list_namespace_podgroups(self, namespace: str) -> list[WireObject]:
         return self._items(PODGROUPS.path(namespace))
 
-    def find_native_pod_group(self, namespace: str, name: str) -> WireObject | None:
-        """Kubernetes' own PodGroup of that name; None where it does not exist, the cluster
-        does not serve the API or the user may not read it (it only adds to the explanation)."""
+    def list_native_pod_groups(self, namespace: str, job: str, uid: str) -> list[WireObject]:
+        """Kubernetes' own PodGroups of the job (its gang, or its tasks'); none where the
+        cluster does not serve the API or the user may not read them (they only add to the
+        explanation)."""
         try:
-            return self.kube.get_or_none(NATIVE_PODGROUPS, namespace, name)
+            result = self.kube.request(
+                "GET",
+                NATIVE_PODGROUPS.path(namespace),
+                query={"labelSelector": f"{JOB_NAME_KEY}={job}"},
+            )
+        except KubeError:
+            return []
+        return [g for g in result.get("items") or [] if _owned_by(g, uid)]
+
+    def find_native_composite(self, namespace: str, name: str) -> WireObject | None:
+        """Kubernetes' own CompositePodGroup of that name, on the same terms."""
+        try:
+            return self.kube.get_or_none(NATIVE_COMPOSITE_PODGROUPS, namespace, name)
         except KubeError:
             return None
+
+
+def _owned_by(obj: WireObject, uid: str) -> bool:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return any(ref.get("uid") == uid for ref in refs)
 
 
 def connect(

@@ -211,13 +211,14 @@ def why_command(
         groups = api.list_namespace_podgroups(target)
         expected = f"{target_name}-{uid}"
         pod_group = next((g for g in groups if g["metadata"].get("name") == expected), None)
-        native_pod_group = api.find_native_pod_group(target, expected)
+        native_pod_groups = api.list_native_pod_groups(target, target_name, uid)
+        native_composite = api.find_native_composite(target, expected)
         queue = api.find_queue(str((job.get("spec") or {}).get("queue") or "default"))
         pods = api.list_job_pods(target, target_name)
         events = api.list_events(target)
     finally:
         api.close()
-    facts = why.WhyFacts(job, pod_group, queue, pods, events, native_pod_group)
+    facts = why.WhyFacts(job, pod_group, queue, pods, events, native_pod_groups, native_composite)
     click.echo(why.explain(facts))
 
 

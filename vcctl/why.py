@@ -26,8 +26,10 @@ class WhyFacts:
     queue: WireObject | None = None
     pods: Sequence[WireObject] = ()
     events: Sequence[WireObject] = field(default_factory=list)
-    # Kubernetes' own PodGroup (scheduling.k8s.io) of a job kube-scheduler gang-schedules.
-    native_pod_group: WireObject | None = None
+    # Kubernetes' own PodGroups (scheduling.k8s.io) of a job kube-scheduler gang-schedules: its
+    # gang, or its tasks' under the CompositePodGroup that makes them one.
+    native_pod_groups: Sequence[WireObject] = ()
+    native_composite: WireObject | None = None
 
 
 #: kube-scheduler's condition on its PodGroup (Kubernetes 1.37).
@@ -48,6 +50,28 @@ def native_gang_line(pod_group: Mapping[str, Any]) -> tuple[str, bool]:
             f": {detail}" if detail else ""
         ), True
     return head + "not looked at by kube-scheduler yet", False
+
+
+def native_gang_lines(
+    pod_groups: Sequence[Mapping[str, Any]], composite: Mapping[str, Any] | None
+) -> tuple[list[str], bool]:
+    """The lines on kube-scheduler's gang (a composite one: a line for it, then one per task's
+    PodGroup, which carry kube-scheduler's verdict), and whether one says it cannot be placed."""
+    lines: list[str] = []
+    blocked = False
+    indent = ""
+    if composite is not None:
+        gang = _get(composite, "spec", "schedulingPolicy", "gang") or {}
+        lines.append(
+            f"Composite gang {_name(composite)} (kube-scheduler): every task's gang, "
+            f"minGroupCount {gang.get('minGroupCount', '-')}"
+        )
+        indent = "  "
+    for pod_group in sorted(pod_groups, key=_name):
+        line, not_placed = native_gang_line(pod_group)
+        lines.append(indent + line)
+        blocked = blocked or not_placed
+    return lines, blocked
 
 
 def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
@@ -220,10 +244,10 @@ def explain(facts: WhyFacts) -> str:
         for cond in _get(pg, "status", "conditions") or []:
             if cond.get("status") == "True" and cond.get("type") == "Unschedulable":
                 out.append(f"  {cond.get('type')}: {cond.get('message') or cond.get('reason')}")
-    native_blocked = False
-    if facts.native_pod_group is not None:
-        line, native_blocked = native_gang_line(facts.native_pod_group)
-        out.append(line)
+    native_lines, native_blocked = native_gang_lines(
+        facts.native_pod_groups, facts.native_composite
+    )
+    out.extend(native_lines)
     queue = facts.queue
     if queue is None:
         out.append(f"Queue {queue_name}: does not exist")
@@ -262,7 +286,7 @@ def explain(facts: WhyFacts) -> str:
         hint = unblock_hint("Unschedulable", job, queue_name)
     if hint:
         out.append(f"To unblock: {hint}")
-    elif phase in ("Pending",) and facts.native_pod_group is None and unseen_by_scheduler(pg):
+    elif phase in ("Pending",) and not facts.native_pod_groups and unseen_by_scheduler(pg):
         scheduler = str(spec.get("schedulerName") or "volcano")
         out.append(
             f"To unblock: no scheduler has looked at the PodGroup yet (no condition on it): is "

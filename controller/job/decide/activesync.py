@@ -5,6 +5,7 @@ counts call for (`state.pending_outcome`, the success policy, `state.running_out
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 
 from controller.job.decide import (
@@ -72,10 +73,10 @@ def sync(r: JobRound, d: Draft) -> None:
     pg = sync_pod_group(r, d)
     if (warning := podgroup.pending_warning(r.job, pg)) is not None:
         d.plan.events.append(EventRecord("Warning", "PodGroupPending", warning))
-    native_group = sync_native_gang(r, d)
+    native_groups = sync_native_gang(r, d)
     scale_down(r, d)
     if gang.gate_open(r.job.spec.scheduler_name, r.settings.gang_schedulers, pg):
-        create_pods(r, d, claims, native_group)
+        create_pods(r, d, claims, native_groups)
     transitions(r, d)
 
 
@@ -95,12 +96,12 @@ def sync_pod_group(r: JobRound, d: Draft) -> WireObject | None:
     return pg
 
 
-def sync_native_gang(r: JobRound, d: Draft) -> str | None:
-    """Kubernetes' own gang for a job kube-scheduler places: its Workload and PodGroup created
-    before the first pod, the gang's size kept in line on scale. Returns the PodGroup the pods
-    join, or None when the job has no native gang (and, once, says why not)."""
+def sync_native_gang(r: JobRound, d: Draft) -> dict[str, str]:
+    """Kubernetes' own gang for a job kube-scheduler places: its Workload and PodGroups created
+    before the first pod, the gangs' sizes kept in line on scale. Returns the PodGroup each
+    task's pods join; none when the job has no native gang (and, once, says why not)."""
     if not nativegang.applies(r.job, r.settings.native_gang_schedulers):
-        return None
+        return {}
     first_round = r.observed.pod_group is None and not r.pods
     if not r.settings.native_gang_served:
         if first_round:
@@ -109,26 +110,70 @@ def sync_native_gang(r: JobRound, d: Draft) -> str | None:
                     "Warning", nativegang.UNAVAILABLE_REASON, nativegang.UNAVAILABLE_MESSAGE
                 )
             )
-        return None
-    existing = r.observed.native_pod_group
+        return {}
+    groups = {podview.name_of(g): g for g in r.observed.native_pod_groups}
+    single = nativegang.name_of(r.job)
+    gangs = nativegang.task_gangs(r.job)
+    # The shape chosen when the gang was created stays for the job's life.
+    composite = r.observed.native_composite_pod_group is not None or (
+        single not in groups and r.settings.composite_gang_served and bool(gangs)
+    )
+    if composite:
+        return sync_composite_gang(r, d, groups, first_round)
+    existing = groups.get(single)
     if existing is None:
         known = r.observed.priority_values
         d.plan.create.extend(
             [nativegang.build_workload(r.job, known), nativegang.build_pod_group(r.job, known)]
         )
-        if first_round and (missing := nativegang.unexpressed(r.job)):
-            d.plan.events.append(
-                EventRecord(
-                    "Warning",
-                    nativegang.PARTIAL_REASON,
-                    "kube-scheduler's gang is the job's minAvailable "
-                    f"({nativegang.min_count(r.job)} pods); it cannot express "
-                    + ", ".join(missing),
-                )
-            )
+        if first_round:
+            report_partial(r, d, [])
     elif (updated := nativegang.updated_pod_group(existing, r.job)) is not None:
         d.plan.update.append(updated)
-    return nativegang.name_of(r.job)
+    return dict.fromkeys(r.tasks, single)
+
+
+def sync_composite_gang(
+    r: JobRound, d: Draft, groups: dict[str, WireObject], first_round: bool
+) -> dict[str, str]:
+    """The tasks' own gangs: a CompositePodGroup first, then a PodGroup per task, each resized
+    with its task on scale. A task whose group exists keeps joining it."""
+    known = r.observed.priority_values
+    gangs = nativegang.child_gangs(r.job)
+    if r.observed.native_composite_pod_group is None:
+        d.plan.create.extend(
+            [
+                nativegang.build_composite_workload(r.job, gangs, known),
+                nativegang.build_composite_pod_group(r.job, gangs, known),
+            ]
+        )
+        if first_round:
+            report_partial(r, d, gangs)
+    for task_gang in gangs:
+        existing = groups.get(task_gang.pod_group)
+        if existing is None:
+            d.plan.create.append(nativegang.build_task_pod_group(r.job, task_gang, known))
+        elif (updated := nativegang.resized(existing, task_gang.min_count)) is not None:
+            d.plan.update.append(updated)
+    joined = {
+        task: nativegang.task_pod_group_name(r.job, task)
+        for task in r.tasks
+        if nativegang.task_pod_group_name(r.job, task) in groups
+    }
+    joined.update((g.task, g.pod_group) for g in gangs)
+    return joined
+
+
+def report_partial(r: JobRound, d: Draft, gangs: list[nativegang.TaskGang]) -> None:
+    if missing := nativegang.unexpressed(r.job, gangs):
+        d.plan.events.append(
+            EventRecord(
+                "Warning",
+                nativegang.PARTIAL_REASON,
+                f"kube-scheduler's gang is {nativegang.gang_summary(r.job, gangs)}; "
+                "it cannot express " + ", ".join(missing),
+            )
+        )
 
 
 def scale_down(r: JobRound, d: Draft) -> None:
@@ -137,7 +182,10 @@ def scale_down(r: JobRound, d: Draft) -> None:
 
 
 def create_pods(
-    r: JobRound, d: Draft, claims: list[tuple[str, str]], native_pod_group: str | None = None
+    r: JobRound,
+    d: Draft,
+    claims: list[tuple[str, str]],
+    native_pod_groups: Mapping[str, str] | None = None,
 ) -> None:
     ctx = PodContext(
         job=r.job,
@@ -147,7 +195,7 @@ def create_pods(
         claims=claims,
         plugins=draft.plugins(r, d),
         attempt=attempts.current_index(d.status.attempts),
-        native_pod_group=native_pod_group,
+        native_pod_groups=native_pod_groups or {},
     )
     live_by_task = draft.live_pods_by_task(p for p in r.pods if draft.live(d, p))
     for task_name, task in r.tasks.items():

@@ -40,7 +40,7 @@ def blocked_reason(
     queue: QueueFacts,
     pod_group: Mapping[str, Any] | None,
     pods: Iterable[Mapping[str, Any]],
-    native_pod_group: Mapping[str, Any] | None = None,
+    native_pod_groups: Iterable[Mapping[str, Any]] = (),
 ) -> Blocked | None:
     """The first cause, in the order a user has to fix them: volumes, queue, images, capacity."""
     if missing_pvcs:
@@ -64,9 +64,11 @@ def blocked_reason(
         for condition in group_status.get("conditions") or []:
             if condition.get("type") == UNSCHEDULABLE and condition.get("status") == "True":
                 return Blocked(UNSCHEDULABLE, str(condition.get("message") or "not admitted"))
-    gang = nativegang.gang_state(native_pod_group)
-    if gang is not None and not gang.scheduled:
-        return Blocked(UNSCHEDULABLE, f"kube-scheduler: {gang.message or gang.reason}")
+    # kube-scheduler writes its verdict on the PodGroups, a composite gang's on each task's.
+    for native in sorted(native_pod_groups, key=podview.name_of):
+        gang = nativegang.gang_state(native)
+        if gang is not None and not gang.scheduled:
+            return Blocked(UNSCHEDULABLE, f"kube-scheduler: {gang.message or gang.reason}")
     for pod in sorted(pods, key=podview.name_of):
         for condition in (pod.get("status") or {}).get("conditions") or []:
             if (

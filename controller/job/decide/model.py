@@ -70,9 +70,11 @@ class Observed:
     # was looked up and does not exist.
     queue: WireObject | None = None
     queue_looked_up: bool = False
-    # Kubernetes' own PodGroup (scheduling.k8s.io/v1beta1) the job owns, for a job gang-scheduled
-    # by kube-scheduler (`PlanSettings.native_gang_schedulers`).
-    native_pod_group: WireObject | None = None
+    # Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1) the job owns, for a job gang-scheduled
+    # by kube-scheduler (`PlanSettings.native_gang_schedulers`): its one gang, or its tasks'; and
+    # the CompositePodGroup (v1alpha3) that makes the tasks' groups one gang.
+    native_pod_groups: list[WireObject] = field(default_factory=list)
+    native_composite_pod_group: WireObject | None = None
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,11 @@ class PlanSettings:
     # Kueue's contract (docs/kueue.md); off, a labelled job gets no Workload.
     kueue: bool = True
     # The schedulers whose jobs get Kubernetes' own gang (a Workload and a PodGroup of
-    # scheduling.k8s.io/v1beta1, docs/native-gang.md), and whether the cluster serves that API.
+    # scheduling.k8s.io/v1beta1, docs/native-gang.md), whether the cluster serves that API, and
+    # whether it serves CompositePodGroups (v1alpha3) for the tasks' own gangs.
     native_gang_schedulers: frozenset[str] = frozenset({"default-scheduler"})
     native_gang_served: bool = False
+    composite_gang_served: bool = False
 
 
 @dataclass(frozen=True)

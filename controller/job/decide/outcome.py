@@ -48,7 +48,7 @@ def blocked_reason(r: JobRound, d: Draft) -> blocked.Blocked | None:
         queue=facts,
         pod_group=draft.pod_group_usable(r, d),
         pods=[p for p in r.pods if draft.live(d, p)],
-        native_pod_group=r.observed.native_pod_group,
+        native_pod_groups=r.observed.native_pod_groups,
     )
     if found is not None and found.reason in blocked.NOT_ADMITTED:
         d.requeue.append(BLOCKED_RECHECK)  # a Queue change enqueues no job

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from shared import labels
@@ -59,8 +59,8 @@ class PodContext:
     plugins: Sequence[PodPlugin]
     # The job's attempt (`status.attempts`), on every pod so the logs of attempts differ.
     attempt: int = 0
-    # Kubernetes' own PodGroup the pods join (`controller.job.decide.nativegang`), if any.
-    native_pod_group: str | None = None
+    # Kubernetes' own PodGroup each task's pods join, by task (`controller.job.decide.nativegang`).
+    native_pod_groups: Mapping[str, str] = field(default_factory=dict)
 
 
 def owner_reference(job: Job) -> WireObject:
@@ -185,8 +185,9 @@ def claim_volume_name(job_name: str, claim: str) -> str:
 
 
 def joins_native_gang(pod_spec: Mapping[str, Any], job: Job) -> bool:
-    """Whether a pod joins the job's native gang: only pods of the job's own scheduler (a task
-    template may name another) and never over a `schedulingGroup` the template set."""
+    """Whether a pod (or a task's template) joins the job's native gang: only pods of the job's
+    own scheduler (a task template may name another) and never over a `schedulingGroup` the
+    template set."""
     job_scheduler = job.spec.scheduler_name or labels.DEFAULT_SCHEDULER
     return (
         not pod_spec.get("schedulingGroup")
@@ -250,8 +251,9 @@ def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
         spec["schedulerName"] = job.spec.scheduler_name
     if not spec.get("priorityClassName") and job.spec.priority_class_name:
         spec["priorityClassName"] = job.spec.priority_class_name
-    if ctx.native_pod_group is not None and joins_native_gang(spec, job):
-        spec["schedulingGroup"] = {"podGroupName": ctx.native_pod_group}
+    native_pod_group = ctx.native_pod_groups.get(task_name)
+    if native_pod_group is not None and joins_native_gang(spec, job):
+        spec["schedulingGroup"] = {"podGroupName": native_pod_group}
 
     seen_claims: set[str] = set()
     for mount_path, claim in ctx.claims:

@@ -28,14 +28,26 @@ COMMAND = "Command"
 PRIORITY_CLASS = "PriorityClass"
 WORKLOAD = "Workload"
 RESOURCE_FLAVOR = "ResourceFlavor"
-# Kubernetes' own PodGroup (scheduling.k8s.io), filed apart from Volcano's.
+# Kubernetes' own PodGroup (scheduling.k8s.io), filed apart from Volcano's, and its
+# CompositePodGroup.
 NATIVE_PODGROUP = "NativePodGroup"
+COMPOSITE_PODGROUP = "CompositePodGroup"
 CHILD_KINDS = frozenset(
     {"Service", "ConfigMap", "Secret", "NetworkPolicy", "PersistentVolumeClaim"}
 )
 KINDS = (
     frozenset(
-        {JOB, POD, PODGROUP, NATIVE_PODGROUP, COMMAND, PRIORITY_CLASS, WORKLOAD, RESOURCE_FLAVOR}
+        {
+            JOB,
+            POD,
+            PODGROUP,
+            NATIVE_PODGROUP,
+            COMPOSITE_PODGROUP,
+            COMMAND,
+            PRIORITY_CLASS,
+            WORKLOAD,
+            RESOURCE_FLAVOR,
+        }
     )
     | CHILD_KINDS
 )
@@ -81,7 +93,7 @@ def job_key_of(kind: str, obj: WireObject) -> str | None:
         target = obj.get("target") or {}
         if target.get("kind") == JOB and target.get("name"):
             return f"{namespace}/{target['name']}"
-    if kind in (COMMAND, PODGROUP, NATIVE_PODGROUP, WORKLOAD):
+    if kind in (COMMAND, PODGROUP, NATIVE_PODGROUP, COMPOSITE_PODGROUP, WORKLOAD):
         for ref in meta.get("ownerReferences") or []:
             if ref.get("kind") == JOB and ref.get("name"):
                 return f"{namespace}/{ref['name']}"
@@ -108,6 +120,7 @@ class JobView:
     children: list[WireObject] = field(default_factory=list)
     workloads: list[WireObject] = field(default_factory=list)
     native_pod_groups: list[WireObject] = field(default_factory=list)
+    composite_pod_groups: list[WireObject] = field(default_factory=list)
 
 
 class Cache:
@@ -228,6 +241,7 @@ class Cache:
                 (COMMAND, view.commands),
                 (WORKLOAD, view.workloads),
                 (NATIVE_PODGROUP, view.native_pod_groups),
+                (COMPOSITE_PODGROUP, view.composite_pod_groups),
             ):
                 store = self._objects[kind]
                 target.extend(store[k] for k in self._by_job[kind].get(job_key, ()))

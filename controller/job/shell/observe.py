@@ -60,8 +60,9 @@ def build_observed(
         (g for g in groups if g["metadata"].get("name") == expected_group),
         groups[0] if groups else None,
     )
-    native_pod_group = next(
-        (g for g in view.native_pod_groups if _controlled_by(g, job_uid)),
+    native_pod_groups = [g for g in view.native_pod_groups if _controlled_by(g, job_uid)]
+    native_composite = next(
+        (g for g in view.composite_pod_groups if _controlled_by(g, job_uid)),
         None,
     )
     children: dict[tuple[str, str], WireObject] = {}
@@ -88,7 +89,8 @@ def build_observed(
         pods=pods,
         now=now,
         pod_group=pod_group,
-        native_pod_group=native_pod_group,
+        native_pod_groups=native_pod_groups,
+        native_composite_pod_group=native_composite,
         commands=commands,
         children=children,
         missing_pvcs=frozenset(missing),

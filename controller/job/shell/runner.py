@@ -35,6 +35,7 @@ from kubeio.client import (
     COMMANDS,
     CONFIGMAPS,
     JOBS,
+    NATIVE_COMPOSITE_PODGROUPS,
     NATIVE_PODGROUPS,
     NETWORK_POLICIES,
     PODGROUPS,
@@ -83,8 +84,10 @@ WATCHES = (
 # idle, looking again now and then.
 KUEUE_WATCHES = (WatchSpec(WORKLOADS), WatchSpec(RESOURCE_FLAVORS))
 # Kubernetes' own PodGroups (settings.native_gang_schedulers): served from 1.37 with
-# GenericWorkload; elsewhere the watch idles and looks again now and then.
+# GenericWorkload; elsewhere the watch idles and looks again now and then. The same for the
+# CompositePodGroups of the tasks' own gangs (alpha, gate CompositePodGroup).
 NATIVE_GANG_WATCH = WatchSpec(NATIVE_PODGROUPS)
+COMPOSITE_GANG_WATCH = WatchSpec(NATIVE_COMPOSITE_PODGROUPS)
 
 
 def load_planner() -> ReconcileFn:
@@ -116,9 +119,10 @@ class Controller:
         self.metrics = metrics or Metrics()
         self._owns_client = kube is None
         if kube is None:
-            # Our own pool: the watches (the job controller's ten, the queue, CronJob and PodGroup
-            # controllers' eleven) hold a connection each, plus workers and parallel creates.
-            api_client = pooled_copy(api_client, 25 + settings.workers + 2 * CREATE_PARALLELISM)
+            # Our own pool: the watches (the job controller's nine, two for Kueue and two for
+            # Kubernetes' own gang; the queue, CronJob and PodGroup controllers' eleven) hold a
+            # connection each, plus workers and parallel creates.
+            api_client = pooled_copy(api_client, 26 + settings.workers + 2 * CREATE_PARALLELISM)
             kube = Kube(
                 api_client,
                 qps=settings.qps,
@@ -156,11 +160,18 @@ class Controller:
             for spec in (
                 *WATCHES,
                 *(KUEUE_WATCHES if settings.kueue else ()),
-                *((NATIVE_GANG_WATCH,) if settings.native_gang_schedulers else ()),
+                *(
+                    (NATIVE_GANG_WATCH, COMPOSITE_GANG_WATCH)
+                    if settings.native_gang_schedulers
+                    else ()
+                ),
             )
         ]
         self._native_gang_watch = next(
             (r for r in self.reflectors if r.kind == NATIVE_PODGROUPS.cache_kind), None
+        )
+        self._composite_gang_watch = next(
+            (r for r in self.reflectors if r.kind == NATIVE_COMPOSITE_PODGROUPS.cache_kind), None
         )
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
@@ -188,9 +199,11 @@ class Controller:
         """The planner's settings with what the cluster serves now: Kubernetes' own gang API may
         appear (or go) while the controller runs."""
         served = self._native_gang_watch is not None and self._native_gang_watch.served
-        if served == self._plan_settings.native_gang_served:
-            return self._plan_settings
-        return replace(self._plan_settings, native_gang_served=served)
+        composite = self._composite_gang_watch is not None and self._composite_gang_watch.served
+        current = self._plan_settings
+        if (served, composite) == (current.native_gang_served, current.composite_gang_served):
+            return current
+        return replace(current, native_gang_served=served, composite_gang_served=composite)
 
     # --- leadership ----------------------------------------------------------------------------
 

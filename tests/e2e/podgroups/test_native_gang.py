@@ -267,3 +267,132 @@ def test_a_higher_priority_gang_preempts_a_lower_one_whose_policy_applies(
         )
     finally:
         cluster.kubectl("delete", "priorityclass", low, high, check=False)
+
+
+def task_spec(name: str, replicas: int, cpu: str, min_available: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "replicas": replicas,
+        "minAvailable": min_available,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+                ],
+            }
+        },
+    }
+
+
+def plain_pod(name: str, cpu: str) -> dict[str, Any]:
+    """A pod kube-scheduler places on its own, holding `cpu` of a node."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "hold"}},
+        "spec": {
+            "schedulerName": "default-scheduler",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+            ],
+        },
+    }
+
+
+@needs_the_api
+def test_per_task_min_available_is_a_composite_gang(cluster: LocalCluster, namespace: str) -> None:
+    # Two plain pods of 4.5 and 6 CPUs leave 3.5 and 2 CPUs: room for both ps pods (0.1 CPU) and
+    # one worker (3 CPUs), wherever the ps pods go. One gang of the job's minAvailable (3 pods of
+    # any task) places those three; the tasks' own gangs need two workers, so nothing is bound
+    # until a node is freed.
+    for name, cpu in (("hold-4", "4500m"), ("hold-6", "6")):
+        create(cluster, namespace, plain_pod(name, cpu))
+    wait_for(
+        lambda: [p["spec"].get("nodeName") for p in items(cluster, namespace, "pods")],
+        lambda nodes: len(nodes) == 2 and all(nodes) and nodes[0] != nodes[1],
+        "the plain pods on a node each",
+        WAIT,
+    )
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "train"},
+        "spec": {
+            "schedulerName": "default-scheduler",
+            "tasks": [task_spec("ps", 2, "100m", 1), task_spec("worker", 4, "3", 2)],
+        },
+    }
+    create(cluster, namespace, job)
+    composites = wait_for(
+        lambda: items(cluster, namespace, "compositepodgroups.scheduling.k8s.io"),
+        lambda found: len(found) == 1,
+        "the job's CompositePodGroup",
+        WAIT,
+    )
+    uid = composites[0]["metadata"]["ownerReferences"][0]["uid"]
+    name = f"train-{uid}"
+    assert composites[0]["metadata"]["name"] == name
+    assert composites[0]["spec"]["schedulingPolicy"] == {"gang": {"minGroupCount": 2}}
+    (workload,) = items(cluster, namespace, "workloads.scheduling.k8s.io")
+    (template,) = workload["spec"]["compositePodGroupTemplates"]
+    assert [(t["name"], t["schedulingPolicy"]) for t in template["podGroupTemplates"]] == [
+        ("ps", {"gang": {"minCount": 1}}),
+        ("worker", {"gang": {"minCount": 2}}),
+    ]
+    groups = {
+        g["metadata"]["name"]: g for g in items(cluster, namespace, "podgroups.scheduling.k8s.io")
+    }
+    assert sorted(groups) == [f"{name}-ps", f"{name}-worker"]
+    assert {g["spec"]["parentCompositePodGroupName"] for g in groups.values()} == {name}
+    why = wait_for(
+        lambda: vcjob(cluster, "job", "why", "train", "-n", namespace),
+        lambda text: "not placed: Unschedulable" in text,
+        "`vcjob job why` to give kube-scheduler's verdict on the tasks' gangs",
+        WAIT,
+    )
+    assert f"Composite gang {name} (kube-scheduler)" in why
+    assert bound(pods_of(cluster, namespace, "train")) == 0, "a partial placement"
+
+    cluster.kubectl("delete", "pod", "hold-6", "-n", namespace, "--wait=true")
+    pods = wait_for(
+        lambda: pods_of(cluster, namespace, "train"),
+        lambda found: (
+            bound([p for p in found if p["metadata"]["labels"]["volcano.sh/task-spec"] == "ps"])
+            >= 1
+            and bound(
+                [p for p in found if p["metadata"]["labels"]["volcano.sh/task-spec"] == "worker"]
+            )
+            >= 2
+        ),
+        "ps and two workers placed together once a node is free",
+        WAIT,
+    )
+    for pod in pods:
+        task = pod["metadata"]["labels"]["volcano.sh/task-spec"]
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": f"{name}-{task}"}
+    # A scale of one task resizes that task's PodGroup only; no group is created again.
+    cluster.kubectl(
+        "patch", "vcjob", "train", "-n", namespace, "--type", "json", "-p",
+        json.dumps(
+            [
+                {"op": "replace", "path": "/spec/tasks/1/minAvailable", "value": 3},
+                {"op": "replace", "path": "/spec/minAvailable", "value": 4},
+            ]
+        ),
+    )  # fmt: skip
+    resized = wait_for(
+        lambda: {
+            g["metadata"]["name"]: g["spec"]["schedulingPolicy"]
+            for g in items(cluster, namespace, "podgroups.scheduling.k8s.io")
+        },
+        lambda found: found.get(f"{name}-worker") == {"gang": {"minCount": 3}},
+        "the worker task's PodGroup resized to 3",
+        WAIT,
+    )
+    assert resized == {
+        f"{name}-ps": {"gang": {"minCount": 1}},
+        f"{name}-worker": {"gang": {"minCount": 3}},
+    }
+    assert len(items(cluster, namespace, "compositepodgroups.scheduling.k8s.io")) == 1

@@ -981,6 +981,17 @@ def test_webhook_request_bounds_are_values() -> None:
     assert args[args.index("--read-timeout") + 1] == "3"
 
 
+def test_kubernetes_gang_grants_only_what_the_controller_does_and_goes_when_off() -> None:
+    role = one(render(), "ClusterRole", "vcjob-controller")
+    assert verbs(role, "scheduling.k8s.io", "workloads") == {"create"}
+    assert verbs(role, "scheduling.k8s.io", "podgroups") == {"list", "watch", "create", "update"}
+    # Created once, never updated: its spec is immutable.
+    assert verbs(role, "scheduling.k8s.io", "compositepodgroups") == {"list", "watch", "create"}
+    off = one(render("controller.nativeGangSchedulers=null"), "ClusterRole", "vcjob-controller")
+    for resource in ("workloads", "podgroups", "compositepodgroups"):
+        assert verbs(off, "scheduling.k8s.io", resource) == set(), resource
+
+
 def test_kueue_integration_is_off_by_default_and_grants_workloads_when_on() -> None:
     off = render()
     assert "--no-kueue" in container(off, "vcjob-controller")["args"]

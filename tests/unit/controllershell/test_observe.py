@@ -162,6 +162,31 @@ def test_commands_and_children_are_found_by_job() -> None:
     assert observed.children == {("ConfigMap", "j-svc"): config_map}
 
 
+def test_kubernetes_own_gang_objects_of_this_job_are_observed() -> None:
+    cache = cached()
+
+    def owned(kind: str, name: str, uid: str) -> dict[str, Any]:
+        ref = {"kind": "Job", "name": "j", "uid": uid, "controller": True}
+        return {
+            "kind": kind,
+            "metadata": {"name": name, "namespace": "ns", "ownerReferences": [ref]},
+        }
+
+    composite = owned("CompositePodGroup", f"j-{JOB_UID}", JOB_UID)
+    groups = [owned("PodGroup", f"j-{JOB_UID}-{task}", JOB_UID) for task in ("ps", "w")]
+    cache.upsert("CompositePodGroup", owned("CompositePodGroup", "j-old", "uid-0"))
+    cache.upsert("CompositePodGroup", composite)
+    for group in (*groups, owned("PodGroup", "j-old-w", "uid-0")):
+        cache.upsert("NativePodGroup", group)
+    observed = build_observed(cache.view("ns/j"), now=ManualClock().now())
+    assert observed is not None
+    assert observed.native_composite_pod_group == composite
+    assert sorted(g["metadata"]["name"] for g in observed.native_pod_groups) == [
+        f"j-{JOB_UID}-ps",
+        f"j-{JOB_UID}-w",
+    ]
+
+
 def test_referenced_pvcs_not_cached_are_looked_up_and_missing_ones_reported() -> None:
     cache = Cache()
     j = job(

@@ -262,6 +262,41 @@ def native_group(*conditions: dict[str, str]) -> dict[str, Any]:
 def test_kube_schedulers_gang(conditions: list[dict[str, str]], line: str, hint: str) -> None:
     pending = job("Pending")
     pending["spec"]["schedulerName"] = "default-scheduler"
-    text = explain(WhyFacts(pending, None, QUEUE, native_pod_group=native_group(*conditions)))
+    text = explain(WhyFacts(pending, None, QUEUE, native_pod_groups=[native_group(*conditions)]))
     assert line in text.splitlines()
     assert text.splitlines()[-1].startswith(hint)
+
+
+def test_a_composite_gang_shows_each_tasks_verdict() -> None:
+    pending = job("Pending")
+    pending["spec"]["schedulerName"] = "default-scheduler"
+    composite = {
+        "metadata": {"name": "big-u1"},
+        "spec": {"schedulingPolicy": {"gang": {"minGroupCount": 2}}},
+    }
+    unschedulable = {
+        "type": "PodGroupInitiallyScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/2 nodes are available: 2 Insufficient cpu.",
+    }
+    groups = []
+    for task, count in (("w", 2), ("ps", 1)):
+        group = native_group(unschedulable)
+        group["metadata"]["name"] = f"big-u1-{task}"
+        group["spec"]["schedulingPolicy"]["gang"]["minCount"] = count
+        groups.append(group)
+    text = explain(
+        WhyFacts(pending, None, QUEUE, native_pod_groups=groups, native_composite=composite)
+    )
+    lines = text.splitlines()
+    start = lines.index(
+        "Composite gang big-u1 (kube-scheduler): every task's gang, minGroupCount 2"
+    )
+    assert lines[start + 1 : start + 3] == [
+        "  Gang big-u1-ps (kube-scheduler): minCount 1, not placed: Unschedulable: "
+        "0/2 nodes are available: 2 Insufficient cpu.",
+        "  Gang big-u1-w (kube-scheduler): minCount 2, not placed: Unschedulable: "
+        "0/2 nodes are available: 2 Insufficient cpu.",
+    ]
+    assert lines[-1].startswith("To unblock: free or add capacity")
