@@ -7,6 +7,7 @@ from __future__ import annotations
 import enum
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,22 +23,26 @@ log = logging.getLogger("localcluster.up")
 MISSING_COMMAND_MARKERS = ("No such command", "ModuleNotFoundError", "ImportError")
 PORT_TAKEN_MARKERS = ("Address already in use", "address already in use", "Errno 98")
 
-# Run before a child's program (Linux): ask the kernel to send SIGTERM when `up` dies, even by
+# Run before a child's program (Linux): ask the kernel to send a signal when `up` dies, even by
 # SIGKILL, so no component outlives it; then exec the real program. The flag survives execve.
 PARENT_DEATH_SHIM = """
-import ctypes, os, signal, sys
+import ctypes, os, sys
 PR_SET_PDEATHSIG = 1
-ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sys.argv[2]))
 if os.getppid() != int(sys.argv[1]):
     sys.exit(0)
-os.execv(sys.argv[2], sys.argv[2:])
+os.execv(sys.argv[3], sys.argv[3:])
 """
 
 
-def with_parent_death_signal(argv: Sequence[str]) -> list[str]:
+def with_parent_death_signal(
+    argv: Sequence[str], death_signal: signal.Signals = signal.SIGTERM
+) -> list[str]:
     if not sys.platform.startswith("linux"):
         return list(argv)
-    return [sys.executable, "-c", PARENT_DEATH_SHIM, str(os.getpid()), *argv]
+    return [
+        sys.executable, "-c", PARENT_DEATH_SHIM, str(os.getpid()), str(int(death_signal)), *argv
+    ]  # fmt: skip
 
 
 class Readiness(enum.Enum):
@@ -90,6 +95,8 @@ class Child:
     log_path: Path
     restart: bool
     port: int | None = None
+    # What the kernel sends when `up` dies without stopping its children in order.
+    death_signal: signal.Signals = signal.SIGTERM
     extra: dict[str, Any] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
@@ -101,7 +108,7 @@ class Child:
             self._log = self.log_path.open("ab")
         # A session of its own: a terminal's Ctrl-C reaches `up` only, which stops them in order.
         self.process = subprocess.Popen(
-            with_parent_death_signal(self.argv),
+            with_parent_death_signal(self.argv, self.death_signal),
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -211,8 +211,7 @@ WORKLOAD_APIS: Final = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3
 WORKLOAD_SINCE_MINOR: Final = 37
 # From 1.36 kube-apiserver keeps a peer endpoint lease in etcd for proxying between API servers
 # of mixed versions (UnknownVersionInteroperabilityProxy, beta, on by default). A lone API server
-# has no peer; and when `up` is killed its SIGTERM comes with etcd's, so removing that lease
-# waits out a 20 s timeout and the server then never finishes stopping.
+# has no peer, and removing that lease is one more etcd write a stopping server waits on.
 PEER_PROXY_GATE: Final = "UnknownVersionInteroperabilityProxy"
 PEER_PROXY_SINCE_MINOR: Final = 36
 

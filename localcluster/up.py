@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -263,11 +264,15 @@ class LocalControlPlane:
             audit_policy=audit_policy,
             features=features,
         )
+        # Killed outright if `up` dies: its graceful stop drains in-flight requests against an
+        # etcd that gets its own signal at the same instant, for up to the request timeout (60 s).
+        # `up`'s own stop has no such race: it stops kube-apiserver before etcd.
         self._spawn(
             "kube-apiserver",
             [str(binaries["kube-apiserver"]), *controlplane.apiserver_args(settings)],
             restart=False,
             port=self.api_port,
+            death_signal=signal.SIGKILL,
         )
         server = f"https://127.0.0.1:{self.api_port}"
         readiness.wait_http(
@@ -550,6 +555,7 @@ class LocalControlPlane:
         restart: bool,
         port: int | None = None,
         extra: dict[str, Any] | None = None,
+        death_signal: signal.Signals = signal.SIGTERM,
     ) -> Child:
         child = Child(
             name=name,
@@ -558,6 +564,7 @@ class LocalControlPlane:
             restart=restart,
             port=port,
             extra=extra or {},
+            death_signal=death_signal,
         )
         child.log_path.parent.mkdir(parents=True, exist_ok=True)
         child.log_path.write_bytes(b"")

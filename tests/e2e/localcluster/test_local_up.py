@@ -190,8 +190,9 @@ def test_components_do_not_outlive_a_killed_up(tmp_path: Path) -> None:
         pids = doomed.component_pids()
         doomed.process.send_signal(signal.SIGKILL)
         doomed.process.wait(10)
-        # Each component gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and stops as it would
-        # under `up`'s own SIGTERM, whose test above allows it 30 s.
+        # Each component gets a signal from the kernel (PR_SET_PDEATHSIG): SIGTERM, so it stops as
+        # under `up`'s own SIGTERM, whose test above allows it 30 s; kube-apiserver SIGKILL, since
+        # its graceful stop would wait on the etcd stopping beside it.
         deadline = time.monotonic() + 30
         while any(alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
             time.sleep(0.1)
