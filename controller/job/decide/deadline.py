@@ -37,9 +37,19 @@ class RunClock:
         }
 
 
-def advance(clock: RunClock, *, running: bool, suspended: bool, now: datetime) -> RunClock:
-    """The clock after this reconcile: started on the first Running, paused while suspended,
-    the length of a suspension added when it ends."""
+def advance(
+    clock: RunClock,
+    *,
+    running: bool,
+    suspended: bool,
+    now: datetime,
+    ran_since: datetime | None = None,
+) -> RunClock:
+    """The clock after this reconcile: started on the first Running (or when the Job had first
+    run, `ran_since`, for a Job another controller ran before), paused while suspended, the
+    length of a suspension added when it ends."""
+    if clock.start is None and ran_since is not None:
+        return replace(clock, start=min(ran_since, now))
     if clock.start is None:
         return replace(clock, start=now) if running and not suspended else clock
     if suspended and clock.suspended_since is None:

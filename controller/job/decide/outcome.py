@@ -17,6 +17,7 @@ from controller.job.decide import (
     podview,
     state,
     suspension,
+    takeover,
     typedconditions,
 )
 from controller.job.decide import status as status_mod
@@ -60,14 +61,19 @@ def lifecycle_fields(r: JobRound, d: Draft) -> dict[str, Any]:
     typed conditions and `reason`. Volcano's fields are left as they are."""
     s = d.status
     when = status_mod.rfc3339(r.now)
+    inherited = takeover.inherited(s.attempts, s.initial_phase)
     s.clock = deadline.advance(
         s.clock,
         running=s.phase == JobPhase.RUNNING,
         suspended=suspension.clock_paused(r.job, s.phase),
         now=r.now,
+        ran_since=takeover.first_run(s.conditions, r.pods) if inherited else None,
     )
     if not s.attempts:
-        s.attempts = attempts.start([], when)
+        began = (
+            takeover.attempt_start(r.raw_job, r.pods, s.retry_count, r.now) if inherited else r.now
+        )
+        s.attempts = attempts.start([], status_mod.rfc3339(began))
     if s.phase in state.TERMINAL:
         s.attempts = attempts.end(
             s.attempts,
