@@ -440,6 +440,32 @@ def test_logs_follow_streams_lines_as_they_are_printed(cluster: LocalCluster, ti
     assert consecutive(later), later
 
 
+def test_logs_follow_with_tail_starts_at_the_last_lines(cluster: LocalCluster, ticker: str) -> None:
+    """`kubectl logs -f --tail N`, as kubelet answers it: the last N lines written so far, then
+    the lines that follow, each once."""
+
+    def last_tick() -> int:
+        (tick,) = [
+            int(m.group(1))
+            for m in TICK.finditer(cluster.kubectl("logs", ticker, "--tail", "1").stdout)
+        ]
+        return tick
+
+    wait_for("five ticks written", lambda: last_tick() >= 5)
+    already = last_tick()
+    with kubectl_running(cluster, "logs", "-f", "--tail", "2", ticker) as running:
+        ticks = wait_ticks(running, "the last lines, then more", lambda ticks: len(ticks) >= 5)
+    assert ticks[0] >= already - 1, ticks  # nothing from before the tail
+    assert consecutive(ticks), ticks
+
+
+def test_logs_follow_with_tail_of_a_quiet_container(cluster: LocalCluster, printer: str) -> None:
+    """The tail comes at once even when nothing follows it, and kubectl keeps following."""
+    with kubectl_running(cluster, "logs", "-f", "--tail", "2", printer, "-c", "main") as running:
+        wait_for("the last two lines", lambda: running.output() == "line 4\nline 5\n")
+        assert running.process.poll() is None, running.output()
+
+
 def test_logs_of_a_deployment(cluster: LocalCluster) -> None:
     cluster.kubectl(
         "create", "deployment", "echoer", "--image=python:3", "--", "python", "-c", SLEEPER
