@@ -12,6 +12,7 @@ import click
 from controller.cronjob.shell import CronJobController
 from controller.elastic.shell import ElasticLoop
 from controller.gates import GateError, enabled, parse_gates
+from controller.job.decide import foreignwriters
 from controller.job.shell.runner import Controller
 from controller.jobflow.shell.loop import JobFlowController
 from controller.queues.decide import DefaultQueueSpec
@@ -283,7 +284,7 @@ def run_controller(settings: Settings) -> int:
     configure_logging(settings.log_level, settings.log_format)
 
     try:
-        api_client = load_api_client(settings.kubeconfig, component="vcjob-controller")
+        api_client = load_api_client(settings.kubeconfig, component=foreignwriters.OWN_MANAGER)
     except Exception as exc:
         log.error("cannot load the Kubernetes configuration", extra={"error": str(exc)})
         return 2

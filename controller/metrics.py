@@ -152,6 +152,13 @@ class Metrics:
         )
         # Volcano's job controller counters (see controller.volcanometrics).
         self.volcano_jobs = JobPhaseCounters(r)
+        self.foreign_status_writers = Counter(
+            "vcjob_foreign_job_status_writers_total",
+            "Writers of a Job's status other than vcjob's controller, seen since it started "
+            "(once per Job and writer).",
+            ["manager"],
+            registry=r,
+        )
         self.is_leader = Gauge(
             "leader_election_master_status", "1 while this replica leads.", ["name"], registry=r
         )

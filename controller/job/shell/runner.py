@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from controller.job.decide import foreignwriters
 from controller.job.decide.followup import follow_up_needed
 from controller.job.decide.model import Observed, Plan, PlanSettings
 from controller.job.decide.plugins.ssh import needs_generated_key
@@ -24,6 +25,7 @@ from controller.job.decide.suspension import managed_by_other
 from controller.job.shell.apply import CREATE_PARALLELISM, Applier, JobGoneError
 from controller.job.shell.cache import Cache
 from controller.job.shell.failures import FailureReports
+from controller.job.shell.foreignwatch import ForeignWriterWatch
 from controller.job.shell.observe import build_observed, pvcs_to_look_up, waits_for_admission
 from controller.job.shell.phasewatch import JobPhaseStore
 from controller.job.shell.sshkeys import generate_key_pair
@@ -59,6 +61,7 @@ from kubeio.kubelike import KubeLike
 from kubeio.workqueue import WorkQueue
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
 from shared.logging import announce
+from shared.objectkeys import object_key
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +154,12 @@ class Controller:
             Reflector(
                 self.kube,
                 spec,
-                JobPhaseStore(self.cache, self._pending_listeners)
+                ForeignWriterWatch(
+                    JobPhaseStore(self.cache, self._pending_listeners),
+                    foreignwriters.OWN_MANAGER,
+                    self.clock.now(),
+                    self._report_foreign_writer,
+                )
                 if spec.resource is JOBS
                 else self.cache,
                 self._enqueue_all,
@@ -206,6 +214,15 @@ class Controller:
         return replace(current, native_gang_served=served, composite_gang_served=composite)
 
     # --- leadership ----------------------------------------------------------------------------
+
+    def _report_foreign_writer(self, job: WireObject, manager: str) -> None:
+        message = foreignwriters.warning(manager, foreignwriters.OWN_MANAGER)
+        log.error(
+            "another controller writes a Job's status",
+            extra={"job": object_key(job), "manager": manager},
+        )
+        self.metrics.foreign_status_writers.labels(manager).inc()
+        self.recorder.record(job, "Warning", foreignwriters.REASON, message)
 
     def on_job_pending(self, listener: Callable[[], None]) -> None:
         """Call `listener` (from the Job watch's thread: it must not block) whenever a job turns

@@ -186,6 +186,43 @@ def test_a_gpu_job_on_a_gpu_less_cluster_says_why_it_waits(kubectl: Kubectl) -> 
     assert not get(kubectl, "pods")["items"]
 
 
+def test_another_controller_writing_a_jobs_status_is_reported(kubectl: Kubectl) -> None:
+    """Volcano's controller left running beside vcjob's: its status writes (kube-apiserver names
+    their writer in the Job's managed fields) get a Warning Event on the Job, once."""
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "shared"},
+        "spec": {
+            "minAvailable": 1,
+            "tasks": [{"name": "w", "replicas": 1, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "600"]}],
+            }}}],
+        },
+    }  # fmt: skip
+    kubectl("create", "-f", "-", stdin=yaml.safe_dump(job))
+    wait_for(lambda: get(kubectl, "vcjob", "shared"), lambda j: phase(j) != "", "a first status")
+    # What Volcano's controller does on its next sync: a status write of its own.
+    for duration in ("1s", "2s"):  # a change each time: kube-apiserver skips a write that is not
+        kubectl(
+            "patch", "vcjob", "shared", "--subresource=status", "--type=merge",
+            "--field-manager=vc-controller-manager",
+            "-p", json.dumps({"status": {"runningDuration": duration}}),
+        )  # fmt: skip
+    events = wait_for(
+        lambda: get(kubectl, "events")["items"],
+        lambda items: any(e["reason"] == "AnotherControllerWrites" for e in items),
+        "the AnotherControllerWrites event",
+    )
+    (warning,) = [e for e in events if e["reason"] == "AnotherControllerWrites"]
+    assert warning["type"] == "Warning"
+    assert warning["involvedObject"]["name"] == "shared"
+    assert warning.get("count", 1) == 1
+    assert "vc-controller-manager writes this Job's status too" in warning["message"]
+    assert "vcjob-controller" in warning["message"]
+
+
 SHAPES = Path(__file__).resolve().parents[2] / "data" / "volcano_shapes"
 VALID_SHAPES = sorted(SHAPES.glob("*.yaml"))
 INVALID_SHAPES = sorted((SHAPES / "invalid").glob("*.yaml"))
