@@ -2,8 +2,8 @@
 kube-controller-manager, kube-scheduler), bootstrap it, then the webhook, controller and node agent.
 
 Every component runs as its own child process, with its log in `<dir>/logs/<component>.log`.
-etcd and kube-apiserver are essential: when one dies, everything stops. The others are restarted
-when they exit, the way a Deployment would restart them. SIGINT or SIGTERM stops the children in
+Every component is restarted when it exits: etcd (on its data, which only a new `up` wipes) and
+kube-apiserver as a kubelet restarts its static pods, the others as a Deployment would. SIGINT or SIGTERM stops the children in
 reverse order (terminate, wait, kill after a deadline). `<dir>/local.json` records the ports, pids
 and paths once everything is ready.
 
@@ -243,7 +243,7 @@ class LocalControlPlane:
         self._spawn(
             "etcd",
             [str(binaries["etcd"]), *controlplane.etcd_args(data_dir, etcd_port, peer_port)],
-            restart=False,
+            restart=True,
             port=etcd_port,
         )
         readiness.wait_http(
@@ -270,7 +270,7 @@ class LocalControlPlane:
         self._spawn(
             "kube-apiserver",
             [str(binaries["kube-apiserver"]), *controlplane.apiserver_args(settings)],
-            restart=False,
+            restart=True,
             port=self.api_port,
             death_signal=signal.SIGKILL,
         )
