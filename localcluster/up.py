@@ -3,9 +3,9 @@ kube-controller-manager, kube-scheduler), bootstrap it, then the webhook, contro
 
 Every component runs as its own child process, with its log in `<dir>/logs/<component>.log`.
 Every component is restarted when it exits: etcd (on its data, which only a new `up` wipes) and
-kube-apiserver as a kubelet restarts its static pods, the others as a Deployment would. SIGINT or SIGTERM stops the children in
-reverse order (terminate, wait, kill after a deadline). `<dir>/local.json` records the ports, pids
-and paths once everything is ready.
+kube-apiserver as a kubelet restarts its static pods, the others as a Deployment would. SIGINT or
+SIGTERM stops the children in reverse order (terminate, wait, kill after a deadline).
+`<dir>/local.json` records the ports, pids and paths once everything is ready.
 
 This module is the orchestration (about 600 lines, one method per start step, in the order they
 run): the start steps, the supervision loop and the stop. What the steps use lives apart: the
