@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from controller.job.decide import podview
 from controller.job.decide.state import PodCounts
@@ -81,6 +81,10 @@ def parse_succeeded_indexes(raw: Mapping[str, Any] | None) -> dict[str, set[int]
     return parsed
 
 
+# The phases whose status has no runningDuration under Volcano's controller.
+RUNNING_DURATION_ABSENT: Final = frozenset({"Pending", "Running"})
+
+
 def with_condition(
     conditions: list[dict[str, Any]] | None, phase: str, when: str
 ) -> list[dict[str, Any]]:
@@ -91,11 +95,13 @@ def with_condition(
     return out
 
 
-def running_duration(job: Mapping[str, Any], now: datetime) -> str | None:
-    """Time from creation to the latest phase change; only moves when the phase does, so a
-    status is stable between transitions."""
+def running_duration(job: Mapping[str, Any], now: datetime, phase: str) -> str | None:
+    """Time from creation to the latest phase change, as Volcano writes it: only in the phases
+    its kills handle, none in Pending and Running (whose sync drops it; a Job that has it there
+    is rewritten by Volcano's controller the moment it takes over, moving its Running time).
+    Only moves when the phase does, so a status is stable between transitions."""
     created = parse_time(podview.creation_timestamp(job))
-    if created is None:
+    if created is None or phase in RUNNING_DURATION_ABSENT:
         return None
     return format_duration(max(now - created, timedelta(0)))
 

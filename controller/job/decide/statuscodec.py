@@ -90,6 +90,10 @@ def encode(
 ) -> dict[str, Any]:
     """The status to write: `read` (the status as read, wire form) with the decided fields."""
     tally = counters.tally
+    # Dropped in Pending and Running, as Volcano's sync drops it (a value from before a restart).
+    running_duration = (
+        None if draft.phase.value in status_mod.RUNNING_DURATION_ABSENT else draft.running_duration
+    )
     new_status = copy.deepcopy(dict(read))
     new_state = dict(new_status.get("state") or {})
     decided_state = JobState(
@@ -116,11 +120,13 @@ def encode(
         succeeded_indexes=status_mod.render_succeeded_indexes(counters.succeeded),
         controlled_resources=dict(sorted(draft.controlled.items())),
         conditions=[JobCondition.from_wire(c) for c in draft.conditions],
-        running_duration=draft.running_duration,
+        running_duration=running_duration,
     )
     wire = decided.to_wire()
     wire.pop("state", None)
     new_status.update(wire)
+    if running_duration is None:
+        new_status.pop("runningDuration", None)
     for key, value in lifecycle.items():
         if value is None:
             new_status.pop(key, None)

@@ -28,7 +28,6 @@ def test_status_shape_after_the_first_reconcile() -> None:
         "unknown": 0,
         "version": 0,
         "retryCount": 0,
-        "runningDuration": "1m0s",
         "taskStatusCount": {},
         "succeededIndexes": {},
         "controlledResources": {},
@@ -227,15 +226,31 @@ def test_terminal_phase_removes_pod_group_and_plugin_objects() -> None:
     assert world.step().status is None
 
 
-def test_running_duration_is_written_on_phase_changes() -> None:
+def test_running_duration_is_written_where_volcano_writes_it() -> None:
+    """Volcano's kills write it (creation to the phase change); its sync of a Pending or Running
+    Job drops it, and rewrites a Running Job that has one the moment it takes the Job over."""
     world = World(job("j").task("w").build())
     world.step()
-    assert world.status["runningDuration"] == "1m1s"
+    assert "runningDuration" not in world.status
     world.admit("Running")
     world.step()
     world.set_all("Running")
     world.step(timedelta(minutes=2))
-    assert world.status["runningDuration"] == "3m2s"
+    assert world.phase == "Running"
+    assert "runningDuration" not in world.status
+    world.set_all("Succeeded")
+    world.step(timedelta(minutes=1))
+    world.settle()
+    assert world.phase == "Completed"
+    assert world.status["runningDuration"].startswith("4m")  # creation to Completed
+
+
+def test_a_running_duration_left_from_before_a_restart_is_dropped() -> None:
+    built = job("j").task("w").phase("Running", runningDuration="5m0s")
+    world = World(built.build())
+    world.step()
+    assert world.phase == "Running"
+    assert "runningDuration" not in world.status
 
 
 def test_steady_state_with_plugins_plans_nothing() -> None:
