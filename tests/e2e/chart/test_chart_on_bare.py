@@ -1,11 +1,12 @@
 """The chart, run for real: `vcjob local up --bare` is a fresh cluster, `helm install --wait`
 starts the chart's own webhook and controller processes (its args, probes, ServiceAccounts and
-RBAC), Jobs run to completion through them, `helm test` runs its pod, `helm upgrade` rolls both
-Deployments without a failed admission, `helm uninstall` keeps the CRDs. The last test reads the
+RBAC), Jobs run to completion through them, `helm test` runs its pod, `helm upgrade` from the
+previous release's chart and code rolls both Deployments without a failed admission and leaves 20
+running Jobs alone, `helm uninstall` keeps the CRDs. The last test reads the
 API server's audit log of the whole module: every grant the chart gives its ServiceAccounts was
 used, and nothing they asked was refused.
 
-Every wait is bounded; the module takes about two minutes.
+Every wait is bounded; the module takes about two and a half minutes.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import base64
 import datetime as dt
 import functools
 import json
+import shlex
 import ssl
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -37,7 +40,7 @@ from localcluster.testing import (
     vcjob_executable,
 )
 from localcluster.tools import PROJECT_ROOT, tool_path
-from shared import certgen
+from shared import certgen, labels
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -51,11 +54,46 @@ VALUES = ["--set", "controller.elastic.period=2s"]
 WAIT = 120.0
 
 
+# The last released tree (the newest landed commit), moved forward with each release: `helm
+# upgrade` from its chart and code to this tree's must leave running Jobs alone.
+PREVIOUS_RELEASE = "66a5f2a"
+PREVIOUS_REPOSITORY = "vcjob-previous"
+
+
+def previous_release(target: Path) -> Path:
+    """The previous release's tree (`git archive`), whose chart and code the upgrade starts from."""
+    if not (PROJECT_ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the previous release's tree is not at hand")
+    archive = subprocess.run(
+        ["git", "-C", str(PROJECT_ROOT), "archive", PREVIOUS_RELEASE, "charts", "controller",
+         "kubeio", "shared", "webhook", "vcctl", "localcluster"],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    if archive.returncode != 0:
+        pytest.fail(f"git archive {PREVIOUS_RELEASE}: {archive.stderr.decode(errors='replace')}")
+    target.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    return target
+
+
 @pytest.fixture(scope="module")
-def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+def previous_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return previous_release(tmp_path_factory.mktemp("previous-release"))
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory, previous_tree: Path) -> Iterator[LocalCluster]:
     workdir = tmp_path_factory.mktemp("bare")
     audit = workdir / "audit.log"
-    extra = ["--bare", "--audit-log", str(audit)]
+    # The previous release's image runs its own code with this environment's dependencies.
+    previous = shlex.join([
+        "env", f"PYTHONPATH={previous_tree}", sys.executable, "-c",
+        "import sys; from shared.cli import main; sys.exit(main())",
+    ])  # fmt: skip
+    extra = [
+        "--bare", "--audit-log", str(audit),
+        "--run-image", f"{PREVIOUS_REPOSITORY}={previous}",
+    ]  # fmt: skip
     with running_cluster(workdir, webhook=False, pod_runtime="2s", extra_args=extra) as cluster:
         yield cluster
 
@@ -489,10 +527,66 @@ def test_certificates_rotate_through_the_secret(installed: LocalCluster) -> None
     assert "created (server dry run)" in admitted.stdout
 
 
-def test_upgrade_rolls_both_deployments_without_a_failed_admission(
-    installed: LocalCluster, helm_home: Path
+def controller_pod_leads(cluster: LocalCluster) -> bool:
+    """The Lease is held by a controller pod that exists and is not going away."""
+    lease = kubectl_json(cluster, "lease", "vcjob-controller", "-n", NAMESPACE)
+    pods = kubectl_json(cluster, "pods", "-n", NAMESPACE, "-l",
+                        "app.kubernetes.io/component=controller")["items"]  # fmt: skip
+    names = {p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")}
+    holder = str(lease["spec"].get("holderIdentity", ""))
+    return any(holder.startswith(name) for name in names)
+
+
+def running_jobs(cluster: LocalCluster, names: set[str]) -> dict[str, dict[str, Any]]:
+    jobs = kubectl_json(cluster, "vcjob")["items"]
+    return {
+        j["metadata"]["name"]: j
+        for j in jobs
+        if j["metadata"]["name"] in names
+        and (j.get("status") or {}).get("state", {}).get("phase") == "Running"
+    }
+
+
+def job_pods(cluster: LocalCluster, names: set[str]) -> dict[str, tuple[str, int]]:
+    """Each pod of the Jobs: its UID and its containers' restarts."""
+    pods = kubectl_json(cluster, "pods")["items"]
+    return {
+        p["metadata"]["name"]: (
+            p["metadata"]["uid"],
+            sum(
+                c.get("restartCount", 0)
+                for c in (p.get("status") or {}).get("containerStatuses") or []
+            ),
+        )
+        for p in pods
+        if (p["metadata"].get("labels") or {}).get("volcano.sh/job-name") in names
+    }
+
+
+def test_upgrade_from_the_previous_release_leaves_running_jobs_alone(
+    installed: LocalCluster, helm_home: Path, previous_tree: Path
 ) -> None:
-    before = kubectl_json(installed, "lease", "vcjob-controller", "-n", NAMESPACE)
+    """The previous release's chart and code run 20 Jobs; `helm upgrade` to this tree's rolls
+    both Deployments with no admission refused meanwhile, recreates and restarts no pod, and
+    the new controller takes over the Lease and the Jobs."""
+    previous_chart = str(previous_tree / "charts" / "vcjob")
+    helm(installed, helm_home, "upgrade", RELEASE, previous_chart, "-n", NAMESPACE, "--wait",
+         "--timeout", f"{WAIT:.0f}s", *VALUES,
+         "--set", f"image.repository={PREVIOUS_REPOSITORY}")  # fmt: skip
+    wait_for("the previous release's controller to lead", lambda: controller_pod_leads(installed))
+    names = {f"upgrade-{i}" for i in range(20)}
+    for name in sorted(names):
+        installed.kubectl("create", "-f", "-", input=job_manifest(
+            name, replicas=1, annotations={labels.SIM_RUNTIME_KEY: "1h"}))  # fmt: skip
+
+    def all_running() -> dict[str, dict[str, Any]] | None:
+        jobs = running_jobs(installed, names)
+        return jobs if len(jobs) == len(names) else None
+
+    before = wait_for("20 Jobs Running under the previous release", all_running)
+    pods = job_pods(installed, names)
+    assert len(pods) == len(names)
+
     failures: list[str] = []
     stop = threading.Event()
 
@@ -509,26 +603,24 @@ def test_upgrade_rolls_both_deployments_without_a_failed_admission(
     prober.start()
     try:
         helm(installed, helm_home, "upgrade", RELEASE, CHART, "-n", NAMESPACE, "--wait",
-             "--timeout", f"{WAIT:.0f}s", *VALUES, "--set", "controller.logLevel=debug",
-             "--set", "webhook.logLevel=debug")  # fmt: skip
-        after = kubectl_json(installed, "lease", "vcjob-controller", "-n", NAMESPACE)
-
-        def handed_over() -> bool:
-            lease = kubectl_json(installed, "lease", "vcjob-controller", "-n", NAMESPACE)
-            pods = kubectl_json(installed, "pods", "-n", NAMESPACE, "-l",
-                                "app.kubernetes.io/component=controller")["items"]  # fmt: skip
-            names = {
-                p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")
-            }
-            holder = str(lease["spec"].get("holderIdentity", ""))
-            return any(holder.startswith(name) for name in names)
-
-        wait_for("the new controller pod to hold the lease", handed_over)
-        assert after["spec"].get("holderIdentity") or before["spec"].get("holderIdentity")
+             "--timeout", f"{WAIT:.0f}s", *VALUES)  # fmt: skip
+        wait_for("this release's controller to lead", lambda: controller_pod_leads(installed))
     finally:
         stop.set()
         prober.join(30)
     assert failures == []
+    # It acts: a new Job runs to completion.
+    installed.kubectl("create", "-f", "-", input=job_manifest("after-upgrade"))
+    wait_for(
+        "after-upgrade Completed", lambda: job_phase(installed, "after-upgrade") == "Completed"
+    )
+    after = running_jobs(installed, names)
+    assert sorted(after) == sorted(before), "every Job still Running"
+    for name, job in after.items():
+        status, was = job["status"], before[name]["status"]
+        assert (status["version"], status["retryCount"]) == (was["version"], was["retryCount"])
+    assert job_pods(installed, names) == pods, "no pod recreated or restarted"
+    installed.kubectl("delete", "vcjob", *sorted(names), "after-upgrade", "--wait=false")
 
 
 @pytest.fixture(scope="module")
