@@ -159,6 +159,11 @@ class Metrics:
             ["manager"],
             registry=r,
         )
+        self.pruned_status_fields = Gauge(
+            "vcjob_job_crd_pruned_status_fields",
+            "vcjob's Job status fields the installed Job CRD drops (0: none; the CRD is vcjob's).",
+            registry=r,
+        )
         self.is_leader = Gauge(
             "leader_election_master_status", "1 while this replica leads.", ["name"], registry=r
         )

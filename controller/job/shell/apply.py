@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from controller.job.decide import prunedfields
 from controller.job.decide.model import ObjectRef, Plan
 from controller.job.shell.cache import Cache
 from controller.metrics import Metrics
@@ -92,6 +93,7 @@ class Applier:
         self._cache = cache
         self._recorder = recorder
         self._metrics = metrics
+        self._pruned_reported = False
         self._executor = executor or ThreadPoolExecutor(
             CREATE_PARALLELISM, thread_name_prefix="create"
         )
@@ -337,6 +339,7 @@ class Applier:
             raise
         written.setdefault("kind", "Job")
         self._cache.store_written("Job", written)
+        self._note_pruned(status, written)
         new_phase = (status.get("state") or {}).get("phase")
         if new_phase and new_phase != old_phase:
             self._metrics.phase_transitions.labels(phase=new_phase).inc()
@@ -347,6 +350,16 @@ class Applier:
                 extra={"job": _key(job), "phase": new_phase, "from_phase": old_phase},
             )
         return written
+
+    def _note_pruned(self, sent: WireObject, written: WireObject) -> None:
+        """Once per process: the Job CRD dropped vcjob's own status fields."""
+        if self._pruned_reported:
+            return
+        fields = prunedfields.pruned(sent, written.get("status"))
+        if fields:
+            self._pruned_reported = True
+            self._metrics.pruned_status_fields.set(len(fields))
+            log.warning(prunedfields.warning(fields), extra={"job": _key(written)})
 
 
 def status_guards_creates(job: WireObject, plan: Plan) -> bool:

@@ -346,3 +346,22 @@ def test_a_permanent_error_is_not_wrapped_as_partial_progress(setup: Any) -> Non
     ]
     with pytest.raises(PermanentError):
         applier.apply(job, Plan(create=[pod_body("j-w-0"), pod_body("j-w-1")]))
+
+
+def test_a_crd_that_drops_vcjobs_status_fields_is_reported_once(
+    setup: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    applier, kube, _cache, metrics, job = setup
+    replace_status = kube.replace_status
+
+    def like_volcanos_crd(resource: Any, namespace: str, body: dict[str, Any]) -> Any:
+        body = {**body, "status": {k: v for k, v in body["status"].items() if k != "attempts"}}
+        return replace_status(resource, namespace, body)
+
+    kube.replace_status = like_volcanos_crd
+    for phase in ("Pending", "Running"):
+        job = applier.apply(job, Plan(status={**status(phase), "attempts": [{"index": 0}]})).job
+    warnings = [r for r in caplog.records if "drops vcjob's Job status fields" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "(attempts)" in warnings[0].getMessage()
+    assert metrics.pruned_status_fields._value.get() == 1
