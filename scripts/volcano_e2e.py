@@ -127,21 +127,28 @@ def build_suite(src: Path, suite: str, cache: Path, rebuild: bool) -> Path:
     return binary
 
 
-def build_scheduler(src: Path, cache: Path, rebuild: bool) -> Path:
-    """vc-scheduler from the tree's cmd/scheduler, cached as the suites are."""
-    binary = cache / "vc-scheduler"
-    sources = [p.stat().st_mtime for p in (src / "pkg/scheduler").rglob("*.go")]
-    newest = max([*sources, (src / "go.mod").stat().st_mtime])
+def build_command(src: Path, cache: Path, command: str, sources: str, rebuild: bool) -> Path:
+    """`vc-<command>` built from the tree's cmd/<command>, cached as the suites are: rebuilt when
+    a Go file under `sources` (or go.mod) is newer."""
+    binary = cache / f"vc-{command}"
+    newest = max(
+        [p.stat().st_mtime for p in (src / sources).rglob("*.go")]
+        + [(src / "go.mod").stat().st_mtime]
+    )
     if binary.exists() and not rebuild and binary.stat().st_mtime >= newest:
         return binary
     cache.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env["GOFLAGS"] = " ".join(filter(None, [env.get("GOFLAGS", ""), "-mod=mod", "-buildvcs=false"]))
-    print(f"building vc-scheduler → {binary}", flush=True)
+    print(f"building vc-{command} → {binary}", flush=True)
     subprocess.run(
-        ["go", "build", "-o", str(binary), "./cmd/scheduler"], cwd=src, env=env, check=True
+        ["go", "build", "-o", str(binary), f"./cmd/{command}"], cwd=src, env=env, check=True
     )
     return binary
+
+
+def build_scheduler(src: Path, cache: Path, rebuild: bool) -> Path:
+    return build_command(src, cache, "scheduler", "pkg/scheduler", rebuild)
 
 
 def scheduler_configmap(conf: str) -> dict[str, object]:

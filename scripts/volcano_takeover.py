@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from volcano_e2e import default_cache  # noqa: E402
+from volcano_e2e import build_command, default_cache  # noqa: E402
 
 from localcluster.testing import LocalCluster, running_cluster, vcjob_executable  # noqa: E402
 
@@ -112,20 +111,6 @@ def status_writes(job: Mapping[str, Any], manager: str) -> str | None:
 # -- the lane (I/O) ------------------------------------------------------------------------
 
 
-def build_controller(src: Path, cache: Path) -> Path:
-    binary = cache / "vc-controller-manager"
-    if binary.exists():
-        return binary
-    cache.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    env["GOFLAGS"] = " ".join(filter(None, [env.get("GOFLAGS", ""), "-mod=mod", "-buildvcs=false"]))
-    print(f"building vc-controller-manager → {binary}", flush=True)
-    subprocess.run(
-        ["go", "build", "-o", str(binary), "./cmd/controller-manager"], cwd=src, env=env, check=True
-    )
-    return binary
-
-
 @contextmanager
 def process(argv: Sequence[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("ab") as out:
@@ -201,7 +186,8 @@ def job_manifest(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    binary = build_controller(args.volcano_src, args.cache or default_cache(args.volcano_src))
+    cache = args.cache or default_cache(args.volcano_src)
+    binary = build_command(args.volcano_src, cache, "controller-manager", "pkg/controllers", False)
     work = args.workdir
     work.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}

@@ -50,7 +50,7 @@ def sync(r: JobRound, d: Draft) -> None:
     )
     s.controlled.update(vplan.controlled)
     if vplan.missing:
-        # fix 15: wait for the user's PVC, never terminate because of it.
+        # difference 15: wait for the user's PVC, never terminate because of it.
         d.missing_pvcs = list(vplan.missing)
         names = ", ".join(vplan.missing)
         if s.phase == JobPhase.PENDING:

@@ -133,7 +133,7 @@ def _kueue_steps(
 
 
 def _record_deleted_successes(r: JobRound, d: Draft) -> None:
-    """A succeeded pod deleted before any status recorded it still counts (fix 8)."""
+    """A succeeded pod deleted before any status recorded it still counts (difference 8)."""
     for edge in r.observed.pod_edges:
         pod = edge.pod
         if edge.kind != "deleted" or podview.phase(pod) != podview.SUCCEEDED:
@@ -281,7 +281,7 @@ def pod_of(r: JobRound, name: str | None) -> Mapping[str, Any] | None:
 
 def succeeded_now(r: JobRound, d: Draft) -> dict[str, set[int]]:
     """Per task, indexes < replicas whose pod succeeded, or whose succeeded pod was deleted
-    (recorded earlier and not recreated: fix 8)."""
+    (recorded earlier and not recreated: difference 8)."""
     out: dict[str, set[int]] = {}
     for task_name, task in r.tasks.items():
         done: set[int] = set()

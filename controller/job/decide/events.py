@@ -38,7 +38,7 @@ def derive(r: JobRound, d: Draft) -> list[JobEvent]:
         if not draft.owned(r.job, pod) or podview.version_of(pod) < d.status.version:
             continue
         if podview.phase(pod) == podview.SUCCEEDED:
-            continue  # a finished pod deleted later is no failure (fix 8)
+            continue  # a finished pod deleted later is no failure (difference 8)
         current = r.pods_by_name.get(podview.name_of(pod))
         if current is not None and podview.uid_of(current) == podview.uid_of(pod):
             continue
@@ -72,7 +72,7 @@ def spec_shape(r: JobRound) -> scaling.SpecShape:
 
 
 def scaled(r: JobRound, d: Draft) -> bool:
-    """JobUpdated (fix 10): replicas or minAvailable changed since the shape last acted on
+    """JobUpdated (difference 10): replicas or minAvailable changed since the shape last acted on
     (`scaling.spec_update`); raised as a policy event and as a Normal Event on the job."""
     shape = spec_shape(r)
     remembered = d.memory.get(memory.SPEC_SHAPE)

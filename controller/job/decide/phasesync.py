@@ -63,7 +63,7 @@ def sync_restarting(r: JobRound, d: Draft) -> bool:
     s = d.status
     if state.retries_exhausted(s.retry_count, r.max_retry):
         # The last retry keeps finished pods (their logs); nothing else keeps running
-        # under a Failed job (fix 4).
+        # under a Failed job (difference 4).
         draft.kill_unfinished(r, d)
         if draft.set_phase(
             r,
@@ -151,7 +151,7 @@ def sync_draining(r: JobRound, d: Draft) -> None:
 
 def sync_children(r: JobRound, d: Draft, *, create: bool) -> None:
     """Plugin objects: created while the job can run, kept in line in every non-terminal
-    phase (fix 13: the hosts ConfigMap follows replicas even while Pending)."""
+    phase (difference 13: the hosts ConfigMap follows replicas even while Pending)."""
     children = r.observed.children
     for plugin in draft.plugins(r, d):
         d.status.controlled[f"plugin-{plugin.name}"] = plugin.name

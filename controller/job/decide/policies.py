@@ -100,7 +100,7 @@ def task_max_retry(task: TaskSpec) -> int:
 
 
 def pod_events(pods: Iterable[Mapping[str, Any]]) -> list[JobEvent]:
-    """PodFailed (fix 9: exit code of the first container that terminated non-zero) and
+    """PodFailed (difference 9: exit code of the first container that terminated non-zero) and
     PodPending, for live pods of the current version the controller has not let go of."""
     out: list[JobEvent] = []
     for pod in pods:

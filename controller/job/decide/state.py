@@ -44,7 +44,7 @@ _RESTART_TARGET: Final = Transition(JobPhase.RESTARTING, Kill.TARGET, counts_ret
 _ABORT: Final = Transition(JobPhase.ABORTING, Kill.UNFINISHED)
 _TERMINATE: Final = Transition(JobPhase.TERMINATING, Kill.UNFINISHED)
 _COMPLETE: Final = Transition(JobPhase.COMPLETING, Kill.UNFINISHED)
-# Resuming is not a failure: no retry is consumed (fix 5). Succeeded pods stay (their work is
+# Resuming is not a failure: no retry is consumed (difference 5). Succeeded pods stay (their work is
 # kept), failed ones run again; the version moves on so old pod events are only a sync.
 _RESUME: Final = Transition(JobPhase.RESTARTING, Kill.NOT_SUCCEEDED, bump_version=True)
 
@@ -63,7 +63,7 @@ TRANSITIONS: Final[Mapping[tuple[JobPhase, PolicyAction], Transition]] = {
     (JobPhase.RUNNING, PolicyAction.ABORT_JOB): _ABORT,
     (JobPhase.RUNNING, PolicyAction.TERMINATE_JOB): _TERMINATE,
     (JobPhase.RUNNING, PolicyAction.COMPLETE_JOB): _COMPLETE,
-    # fix 3: a restarting job can still be aborted, terminated or completed.
+    # difference 3: a restarting job can still be aborted, terminated or completed.
     (JobPhase.RESTARTING, PolicyAction.ABORT_JOB): _ABORT,
     (JobPhase.RESTARTING, PolicyAction.TERMINATE_JOB): _TERMINATE,
     (JobPhase.RESTARTING, PolicyAction.COMPLETE_JOB): _COMPLETE,
@@ -121,7 +121,7 @@ def retries_exhausted(retry_count: int, max_retry: int) -> bool:
 @dataclass(frozen=True)
 class PodCounts:
     """Pod counts the transitions look at. `succeeded` includes recorded succeeded indexes whose
-    pod was deleted (fix 8): such a slot is done and is not recreated."""
+    pod was deleted (difference 8): such a slot is done and is not recreated."""
 
     pending: int = 0
     running: int = 0
@@ -228,5 +228,5 @@ def running_outcome(
 
 def draining_done(counts: PodCounts) -> bool:
     """Aborting/Completing/Terminating end only when no pod is pending, running or terminating
-    (fix 7: pods with a deletionTimestamp still count)."""
+    (difference 7: pods with a deletionTimestamp still count)."""
     return counts.pending == 0 and counts.running == 0 and counts.terminating == 0

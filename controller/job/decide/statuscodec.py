@@ -34,7 +34,7 @@ class StatusDraft:
     retry_count: int = 0
     controlled: dict[str, str] = field(default_factory=dict)
     restart: restarts.RestartRecord | None = None
-    # Per task, the indexes whose pod succeeded (kept when the pod is deleted: fix 8).
+    # Per task, the indexes whose pod succeeded (kept when the pod is deleted: difference 8).
     recorded_succeeded: dict[str, set[int]] = field(default_factory=dict)
     restart_counts: dict[str, int] = field(default_factory=dict)
     attempts: list[dict[str, Any]] = field(default_factory=list)

@@ -10,7 +10,7 @@ A plan that creates objects and writes the status (a new job's first plan, pods 
 with new counts) writes the status and its events first instead (`status_guards_creates`):
 the write carries the cached Job's resourceVersion and UID, so it succeeds only if the Job
 still exists unchanged — not deleted, replaced or being deleted, each of which changes the
-resourceVersion — which is fix 2's guarantee without a read of its own. The counts it writes
+resourceVersion — which is difference 2's guarantee without a read of its own. The counts it writes
 already include the pods the plan creates, so nothing is written again once they exist.
 """
 
@@ -231,7 +231,7 @@ class Applier:
         *,
         proven_alive: bool = False,
     ) -> None:
-        """`proven_alive`: the status write just before stood for fix 2's check."""
+        """`proven_alive`: the status write just before stood for difference 2's check."""
         if not objects:
             return
         if not proven_alive:
@@ -316,7 +316,7 @@ class Applier:
 
     def _write_status(self, job: WireObject, status: WireObject, guard: bool = False) -> WireObject:
         """The status PUT with the cached resourceVersion. With `guard`, the write stands for
-        fix 2's check: a Job that is gone, replaced or being deleted raises JobGoneError."""
+        difference 2's check: a Job that is gone, replaced or being deleted raises JobGoneError."""
         body = copy.copy(job)
         body["status"] = status
         meta = job["metadata"]
@@ -363,7 +363,7 @@ class Applier:
 
 
 def status_guards_creates(job: WireObject, plan: Plan) -> bool:
-    """Whether the plan's status write goes before its creates and stands for fix 2's read of
+    """Whether the plan's status write goes before its creates and stands for difference 2's read of
     the Job: when it writes a status, creates something, and the Job it writes is the one the
     plan guards (a spec patch, which changes the Job first, keeps the old order)."""
     uid = job["metadata"].get("uid")

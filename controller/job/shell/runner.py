@@ -2,7 +2,7 @@
 election, resync, health and metrics, and an orderly shutdown.
 
 Transient errors and conflicts are retried with capped backoff forever and never fail a job
-(fix 1); after repeated failures the job gets a Warning event and `state.message` names what
+(difference 1); after repeated failures the job gets a Warning event and `state.message` names what
 keeps failing.
 """
 

@@ -31,7 +31,7 @@ def test_simple_job_runs_to_completed() -> None:
     world.step()
     assert world.phase == "Completed"
     assert world.status["state"]["reason"] == "CompletionsReached"
-    assert world.status["succeeded"] == 2  # fix 6: counters survive completion
+    assert world.status["succeeded"] == 2  # difference 6: counters survive completion
     assert world.status["succeededIndexes"] == {"w": "0,1"}
     assert [c["status"] for c in world.status["conditions"]] == [
         "Pending",

@@ -1,4 +1,5 @@
-"""Applying a Plan: the contract's order, idempotent creates, the fix-2 guard, one status write."""
+"""Applying a Plan: the contract's order, idempotent creates, the difference-2 guard (the
+Job read again before creating), one status write."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def test_steps_run_in_the_contract_order(setup: Any) -> None:
     assert verbs == [
         ("patch", "pods"),
         ("delete", "pods"),
-        ("status", "jobs"),  # with the cached resourceVersion: the fix-2 guard
+        ("status", "jobs"),  # with the cached resourceVersion: the difference-2 guard
         ("create", "events"),
         ("create", "pods"),
         ("delete", "commands"),

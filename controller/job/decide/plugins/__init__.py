@@ -1,4 +1,4 @@
-"""Job plugins, run in a fixed order: sorted by name (fix 12).
+"""Job plugins, run in a fixed order: sorted by name (difference 12).
 
 Which plugins exist is `shared.plugins`' registry; this package holds what the controller does
 for each (`BEHAVIOURS`, keyed by the descriptor's name). A registered plugin without behaviour

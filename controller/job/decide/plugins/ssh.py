@@ -4,7 +4,7 @@ A key pair is needed only while the Secret does not exist (`needs_generated_key`
 then generates one (`controller.job.shell.sshkeys`) and hands it over in `Observed.ssh_key`, so
 planning stays pure. Until the Secret is stored the planner keeps that material in its memory, so a
 re-plan after a failed apply creates the same Secret. Afterwards the Secret is the only copy and
-is never regenerated (fix 14)."""
+is never regenerated (difference 14)."""
 
 from __future__ import annotations
 
