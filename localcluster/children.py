@@ -93,7 +93,6 @@ class Child:
     name: str
     argv: Sequence[str]
     log_path: Path
-    restart: bool
     port: int | None = None
     # What the kernel sends when `up` dies without stopping its children in order.
     death_signal: signal.Signals = signal.SIGTERM

@@ -50,7 +50,6 @@ from localcluster.children import (
     Child,
     Readiness,
     free_port,
-    log_tail,
     process_alive,
     vcjob_command,
 )
@@ -207,13 +206,6 @@ class LocalControlPlane:
                 code = child.exited()
                 if code is None:
                     continue
-                if not child.restart:
-                    log.error(
-                        "essential component exited, stopping the cluster",
-                        extra={"component": name, "exit_code": code, "log": str(child.log_path)},
-                    )
-                    self._echo(f"{name} exited with code {code}:\n{log_tail(child.log_path)}")
-                    return 1
                 due = pending_restarts.setdefault(name, time.monotonic() + RESTART_DELAY)
                 if time.monotonic() >= due:
                     del pending_restarts[name]
@@ -243,7 +235,6 @@ class LocalControlPlane:
         self._spawn(
             "etcd",
             [str(binaries["etcd"]), *controlplane.etcd_args(data_dir, etcd_port, peer_port)],
-            restart=True,
             port=etcd_port,
         )
         readiness.wait_http(
@@ -270,7 +261,6 @@ class LocalControlPlane:
         self._spawn(
             "kube-apiserver",
             [str(binaries["kube-apiserver"]), *controlplane.apiserver_args(settings)],
-            restart=True,
             port=self.api_port,
             death_signal=signal.SIGKILL,
         )
@@ -289,12 +279,10 @@ class LocalControlPlane:
             "kube-controller-manager",
             [str(binaries["kube-controller-manager"]),
              *controlplane.controller_manager_args(kubeconfig, pki, features)],
-            restart=True,
         )  # fmt: skip
         self._spawn(
             "kube-scheduler",
             [str(binaries["kube-scheduler"]), *controlplane.scheduler_args(kubeconfig, features)],
-            restart=True,
         )
         if options.fault_rate:
             self._start_fault_proxy(pki, server, token)
@@ -314,7 +302,7 @@ class LocalControlPlane:
         ]  # fmt: skip
         if options.fault_seed is not None:
             argv += ["--fault-seed", str(options.fault_seed)]
-        self._spawn("fault-proxy", argv, restart=True, port=port)
+        self._spawn("fault-proxy", argv, port=port)
         proxied = f"https://127.0.0.1:{port}"
         readiness.wait_http(
             self.children["fault-proxy"],
@@ -425,7 +413,6 @@ class LocalControlPlane:
             child = self._spawn(
                 "webhook",
                 argv,
-                restart=True,
                 port=port,
                 extra={
                     "health_port": health_port,
@@ -479,7 +466,6 @@ class LocalControlPlane:
             child = self._spawn(
                 "controller",
                 argv,
-                restart=True,
                 extra={"health_port": health_port, "metrics_port": metrics_port},
             )
             outcome = self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz")
@@ -507,7 +493,7 @@ class LocalControlPlane:
             readiness.wait_for_discovery(client, crds, self.stop)
             config = kueue.prepare(folder, health_port=health_port, webhook_port=webhook_port)
             argv = kueue.manager_argv(binary, self._components_kubeconfig, config)
-            child = self._spawn("kueue", argv, restart=True, extra={"health_port": health_port})
+            child = self._spawn("kueue", argv, extra={"health_port": health_port})
             self._mount_kueue_certificate(client, child, kueue.cert_dir_of(folder))
             if self._wait_ready(child, f"http://127.0.0.1:{health_port}/readyz") is not (
                 Readiness.PORT_TAKEN
@@ -543,7 +529,7 @@ class LocalControlPlane:
             argv += ["--run-image", mapping]
         if options.external_gang_scheduler:
             argv.append("--no-gang-scheduling")
-        self._spawn("simulator", argv, restart=True)
+        self._spawn("simulator", argv)
 
     # helpers
 
@@ -552,7 +538,6 @@ class LocalControlPlane:
         name: str,
         argv: Sequence[str],
         *,
-        restart: bool,
         port: int | None = None,
         extra: dict[str, Any] | None = None,
         death_signal: signal.Signals = signal.SIGTERM,
@@ -561,7 +546,6 @@ class LocalControlPlane:
             name=name,
             argv=argv,
             log_path=self.options.logs / f"{name}.log",
-            restart=restart,
             port=port,
             extra=extra or {},
             death_signal=death_signal,
