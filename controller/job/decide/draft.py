@@ -184,7 +184,7 @@ def set_phase(r: JobRound, d: Draft, to: JobPhase, reason: str, message: str) ->
     s.phase, s.reason, s.message = to, reason, message
     s.last_transition = when
     s.conditions = status_mod.with_condition(s.conditions, to.value, when)
-    s.running_duration = status_mod.running_duration(r.raw_job, r.now, to.value)
+    s.running_duration = status_mod.running_duration(r.raw_job, r.now)
     first = s.initial_phase is None and not d.transitioned
     d.transitioned = True
     # A new job has no phase yet: its first event names where it starts, not "Pending -> …".

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any
 
 from controller.job.decide import podview
-from controller.job.decide.state import PodCounts
+from controller.job.decide.state import ACTIVE, PodCounts
 from shared import indexranges
 from shared import rfc3339 as rfc3339_times
 from shared.duration import format_duration
+from shared.models import JobPhase
 
 # Kubernetes' metav1.Time wire form, read and written in one place for every process.
 rfc3339 = rfc3339_times.format_time
@@ -81,10 +82,6 @@ def parse_succeeded_indexes(raw: Mapping[str, Any] | None) -> dict[str, set[int]
     return parsed
 
 
-# The phases whose status has no runningDuration under Volcano's controller.
-RUNNING_DURATION_ABSENT: Final = frozenset({"Pending", "Running"})
-
-
 def with_condition(
     conditions: list[dict[str, Any]] | None, phase: str, when: str
 ) -> list[dict[str, Any]]:
@@ -95,15 +92,21 @@ def with_condition(
     return out
 
 
-def running_duration(job: Mapping[str, Any], now: datetime, phase: str) -> str | None:
-    """Time from creation to the latest phase change, as Volcano writes it: only in the phases
-    its kills handle, none in Pending and Running (whose sync drops it; a Job that has it there
-    is rewritten by Volcano's controller the moment it takes over, moving its Running time).
-    Only moves when the phase does, so a status is stable between transitions."""
+def running_duration(job: Mapping[str, Any], now: datetime) -> str | None:
+    """Time from creation to the latest phase change; only moves when the phase does, so a
+    status is stable between transitions. Written only where Volcano writes it
+    (`running_duration_written`)."""
     created = parse_time(podview.creation_timestamp(job))
-    if created is None or phase in RUNNING_DURATION_ABSENT:
+    if created is None:
         return None
     return format_duration(max(now - created, timedelta(0)))
+
+
+def running_duration_written(phase: JobPhase, duration: str | None) -> str | None:
+    """runningDuration as Volcano's controller leaves it: set by its kills, none in Pending and
+    Running, whose sync drops it (and a Job that has one there is rewritten by Volcano's
+    controller the moment it takes over, moving its Running time)."""
+    return None if phase in ACTIVE else duration
 
 
 def unchanged(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:

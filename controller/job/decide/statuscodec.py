@@ -90,10 +90,7 @@ def encode(
 ) -> dict[str, Any]:
     """The status to write: `read` (the status as read, wire form) with the decided fields."""
     tally = counters.tally
-    # Dropped in Pending and Running, as Volcano's sync drops it (a value from before a restart).
-    running_duration = (
-        None if draft.phase.value in status_mod.RUNNING_DURATION_ABSENT else draft.running_duration
-    )
+    running_duration = status_mod.running_duration_written(draft.phase, draft.running_duration)
     new_status = copy.deepcopy(dict(read))
     new_state = dict(new_status.get("state") or {})
     decided_state = JobState(
