@@ -7,11 +7,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Protocol
 
 from controller.job.decide import foreignwriters
 from controller.job.decide.suspension import managed_by_other
 from kubeio.client import WireObject
+from kubeio.informer import Store
 from shared.objectkeys import object_key
 
 log = logging.getLogger(__name__)
@@ -19,16 +19,10 @@ log = logging.getLogger(__name__)
 Report = Callable[[WireObject, str], None]
 
 
-class JobStore(Protocol):
-    def replace_all(self, kind: str, items: Iterable[WireObject]) -> set[str]: ...
-    def upsert(self, kind: str, obj: WireObject) -> str | None: ...
-    def remove(self, kind: str, obj: WireObject) -> str | None: ...
-
-
 class ForeignWriterWatch:
     """Wraps the Job watch's store; reports, then hands every object on unchanged."""
 
-    def __init__(self, inner: JobStore, own_manager: str, since: datetime, report: Report) -> None:
+    def __init__(self, inner: Store, own_manager: str, since: datetime, report: Report) -> None:
         self._inner = inner
         self._own = (own_manager,)
         self._since = since
