@@ -8,7 +8,6 @@ vcjob's lifecycle fields (docs/lifecycle.md) are removed when they have no value
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,7 +90,9 @@ def encode(
     """The status to write: `read` (the status as read, wire form) with the decided fields."""
     tally = counters.tally
     running_duration = status_mod.running_duration_written(draft.phase, draft.running_duration)
-    new_status = copy.deepcopy(dict(read))
+    # A shallow copy: every field written below is replaced whole, never changed in place, so
+    # the fields kept as read (the cached Job's) are shared, not copied.
+    new_status = dict(read)
     new_state = dict(new_status.get("state") or {})
     decided_state = JobState(
         phase=draft.phase.value,
