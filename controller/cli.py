@@ -129,6 +129,14 @@ DURATION = DurationParam()
     "--resync-period", type=DURATION, default="30s", help="Reconcile every job at least this often."
 )
 @click.option(
+    "--event-batch-period",
+    type=DURATION,
+    default="500ms",
+    help="How long a job waits before it is reconciled after a change to one of its pods or to "
+    "its PodGroup's status (not its phase), so that the rest of the burst is handled in the same "
+    "pass (0 = at once).",
+)
+@click.option(
     "--health-port",
     type=click.IntRange(0, 65535),
     default=8081,
@@ -260,6 +268,7 @@ def controller_command(**options: Any) -> None:
         request_timeout=max(0.5, options["request_timeout"]),
         burst=options["burst"],
         resync_period=max(1.0, options["resync_period"]),
+        event_batch_period=options["event_batch_period"],
         health_port=options["health_port"],
         metrics_port=options["metrics_port"],
         bind_address=options["bind_address"],

@@ -35,6 +35,9 @@ class Settings:
     qps: float = 50.0
     burst: int = 100
     resync_period: float = 30.0
+    # Changes that may wait for the rest of their burst wait this long before their job is
+    # reconciled (controller.job.decide.urgency, WorkQueue.add_batched).
+    event_batch_period: float = 0.5
     health_port: int | None = 8081
     metrics_port: int | None = 8080
     bind_address: str = "0.0.0.0"  # noqa: S104 - probes and scrapes come from outside the pod

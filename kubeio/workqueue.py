@@ -105,6 +105,16 @@ class WorkQueue:
             heapq.heappush(self._parked, _Parked(ready_at, next(self._seq), key))
             self._cond.notify_all()
 
+    def add_batched(self, key: str, period: float) -> None:
+        """A change to `key` that may come in a burst (a job's pods bound one by one): a key
+        already queued is left alone, since its coming turn reads the change too; otherwise it
+        waits `period`, so that the rest of the burst is handled in the same turn. Kubernetes'
+        Job controller batches its pod events the same way."""
+        with self._cond:
+            if key in self._dirty:
+                return
+        self.add_after(key, period)
+
     def add_rate_limited(self, key: str) -> None:
         with self._cond:
             failures = self._failures.get(key, 0)

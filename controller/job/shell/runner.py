@@ -23,6 +23,7 @@ from controller.job.decide.model import Observed, Plan, PlanSettings
 from controller.job.decide.plugins.ssh import needs_generated_key
 from controller.job.decide.suspension import managed_by_other
 from controller.job.shell.apply import CREATE_PARALLELISM, Applier, JobGoneError
+from controller.job.shell.batching import BatchingStore
 from controller.job.shell.cache import Cache
 from controller.job.shell.failures import FailureReports
 from controller.job.shell.foreignwatch import ForeignWriterWatch
@@ -150,6 +151,7 @@ class Controller:
         self._watch_stop = threading.Event()
         self._leader_stop = threading.Event()
         self._pending_listeners: list[Callable[[], None]] = []
+        batching = BatchingStore(self.cache, self.queue, settings.event_batch_period)
         self.reflectors = [
             Reflector(
                 self.kube,
@@ -161,6 +163,8 @@ class Controller:
                     self._report_foreign_writer,
                 )
                 if spec.resource is JOBS
+                else batching
+                if spec.resource in (PODS, PODGROUPS)
                 else self.cache,
                 self._enqueue_all,
                 self._watch_stop,

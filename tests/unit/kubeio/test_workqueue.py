@@ -122,6 +122,48 @@ def test_add_after_keeps_the_earliest_time_for_a_key(clock: FakeClock) -> None:
     assert drain_now(q) == [], "the superseded entries do not fire again"
 
 
+def test_a_burst_of_batched_changes_is_one_turn_after_the_period(clock: FakeClock) -> None:
+    q = WorkQueue(clock)
+    for _ in range(5):
+        q.add_batched("a", 0.5)
+        clock.advance(0.05)
+    assert drain_now(q) == [], "the burst is still inside the period"
+    clock.advance(0.3)
+    assert drain_now(q) == ["a"]
+    q.done("a")
+    clock.advance(5)
+    assert drain_now(q) == [], "one turn for the whole burst"
+
+
+def test_a_batched_change_to_a_queued_key_waits_for_nothing(clock: FakeClock) -> None:
+    q = WorkQueue(clock)
+    q.add("a")
+    q.add_batched("a", 0.5)
+    assert drain_now(q) == ["a"], "the queued turn reads the change"
+    q.done("a")
+    clock.advance(1)
+    assert drain_now(q) == [], "and no second turn follows"
+
+
+def test_a_batched_change_during_a_turn_brings_another_turn(clock: FakeClock) -> None:
+    q = WorkQueue(clock)
+    q.add("a")
+    assert q.get(timeout=0) == "a"
+    q.add_batched("a", 0.5)  # the running turn may have read the cache before the change
+    q.done("a")
+    assert drain_now(q) == []
+    clock.advance(0.5)
+    assert drain_now(q) == ["a"]
+
+
+def test_a_batched_change_brings_a_later_delayed_turn_forward(clock: FakeClock) -> None:
+    q = WorkQueue(clock)
+    q.add_after("a", 30)
+    q.add_batched("a", 0.5)
+    clock.advance(0.5)
+    assert drain_now(q) == ["a"]
+
+
 def test_shutdown_drains_queued_keys_then_returns_none(clock: FakeClock) -> None:
     q = WorkQueue(clock)
     q.add("a")
