@@ -11,9 +11,10 @@ def follow_up_needed(job: dict[str, Any], plan: Plan, objects_written: int) -> b
     """Whether the job is reconciled again at once after its plan was applied.
 
     Yes after any write of an object (its watch echo is not reconciled) or of a new phase (the
-    next reconcile carries out its effects) — except for a new job's first plan that created
-    everything it meant to and wrote Pending: the cache holds each created object as the API
-    returned it and nothing is left to carry out, so another reconcile would plan nothing."""
+    next reconcile carries out its effects) — except for a plan that only created objects, all
+    of them, and changed no phase other than a new job's first Pending: the cache holds each
+    created object as the API returned it, the status written already counts the created pods,
+    and nothing is left to carry out, so another reconcile would plan nothing."""
     before = ((job.get("status") or {}).get("state") or {}).get("phase")
     after = ((plan.status or {}).get("state") or {}).get("phase")
     phase_changed = plan.status is not None and after != before
@@ -27,10 +28,6 @@ def follow_up_needed(job: dict[str, Any], plan: Plan, objects_written: int) -> b
         or plan.delete_commands
         or plan.delete_job
     )
-    first_plan_done = (
-        before is None
-        and after == "Pending"
-        and only_creates
-        and objects_written == len(plan.create)
-    )
-    return not first_plan_done
+    all_created = only_creates and objects_written == len(plan.create)
+    first_phase = before is None and after == "Pending"
+    return not (all_created and (first_phase or not phase_changed))

@@ -22,7 +22,7 @@ from controller.job.decide import (
 )
 from controller.job.decide import status as status_mod
 from controller.job.decide import timers as timers_mod
-from controller.job.decide.draft import FOLLOW_UP, Draft, JobRound
+from controller.job.decide.draft import Draft, JobRound
 from controller.job.decide.statuscodec import Counters, encode
 from shared import labels
 from shared.models import JobPhase
@@ -143,7 +143,5 @@ def finalize(r: JobRound, d: Draft) -> None:
     next_fire = timers_mod.next_fire(d.timers)
     if next_fire is not None:
         waits.append(max(next_fire - r.now, timedelta(0)))
-    if d.transitioned and d.status.phase not in state.TERMINAL:
-        waits.append(FOLLOW_UP)
     if waits:
         d.plan.requeue_after = min(waits)

@@ -40,13 +40,15 @@ def test_timers_are_remembered_and_bring_the_next_look_forward() -> None:
     assert d.plan.requeue_after == timedelta(seconds=40)
 
 
-def test_a_phase_change_is_looked_at_again_soon() -> None:
+def test_a_phase_change_asks_for_no_timed_look() -> None:
+    """The written phase brings the next pass at once (`followup.follow_up_needed`); a timed
+    look a second later would be a pass that finds nothing to do."""
     j, pods = settled()
     r, d = draft.start(observe(j, pods), PlanSettings())
     draft.set_phase(r, d, JobPhase.COMPLETING, "R", "m")
     outcome.finalize(r, d)
     assert d.plan.status is not None and d.plan.status["state"]["phase"] == "Completing"
-    assert d.plan.requeue_after == draft.FOLLOW_UP
+    assert d.plan.requeue_after is None
     assert "timers" not in d.plan.memory
 
 
