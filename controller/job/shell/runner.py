@@ -8,7 +8,6 @@ keeps failing.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import time
@@ -20,6 +19,7 @@ from typing import Any
 from controller.job.decide import foreignwriters
 from controller.job.decide.followup import follow_up_needed
 from controller.job.decide.model import Observed, Plan, PlanSettings
+from controller.job.decide.plan import reconcile as plan_reconcile
 from controller.job.decide.plugins.ssh import needs_generated_key
 from controller.job.decide.suspension import managed_by_other
 from controller.job.shell.apply import CREATE_PARALLELISM, Applier, JobGoneError
@@ -94,13 +94,6 @@ NATIVE_GANG_WATCH = WatchSpec(NATIVE_PODGROUPS)
 COMPOSITE_GANG_WATCH = WatchSpec(NATIVE_COMPOSITE_PODGROUPS)
 
 
-def load_planner() -> ReconcileFn:
-    """`controller.job.decide.plan.reconcile`, imported when the controller starts."""
-    module = importlib.import_module("controller.job.decide.plan")
-    reconcile: ReconcileFn = module.reconcile
-    return reconcile
-
-
 @dataclass
 class _Memory:
     uid: str
@@ -142,7 +135,7 @@ class Controller:
         self.failures = FailureReports(
             self.kube, self.cache, self.recorder, settings.failures_before_warning
         )
-        self._reconcile = reconcile or load_planner()
+        self._reconcile: ReconcileFn = reconcile or plan_reconcile
         self._plan_settings = settings.plan_settings()
         self._memory: dict[str, _Memory] = {}
         self._memory_lock = threading.Lock()
