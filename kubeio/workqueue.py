@@ -110,10 +110,9 @@ class WorkQueue:
         already queued is left alone, since its coming turn reads the change too; otherwise it
         waits `period`, so that the rest of the burst is handled in the same turn. Kubernetes'
         Job controller batches its pod events the same way."""
-        with self._cond:
-            if key in self._dirty:
-                return
-        self.add_after(key, period)
+        with self._cond:  # reentrant: the check and the parking are one step
+            if key not in self._dirty:
+                self.add_after(key, period)
 
     def add_rate_limited(self, key: str) -> None:
         with self._cond:
