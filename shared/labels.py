@@ -37,6 +37,10 @@ ATTEMPT_ENV: Final = "VCJOB_ATTEMPT"
 # Kueue: the LocalQueue a job is submitted to, and the value of spec.managedBy that is vcjob's own.
 KUEUE_QUEUE_NAME_KEY: Final = "kueue.x-k8s.io/queue-name"
 MANAGED_BY_VCJOB: Final = "batch.volcano.sh/job-controller"
+# Kueue's MultiKueue: the managedBy of a job it dispatches to a worker cluster, and the label its
+# copy on the worker carries, naming the Workload MultiKueue created there for it.
+MANAGED_BY_MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"
+KUEUE_PREBUILT_WORKLOAD_KEY: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 
 DEFAULT_QUEUE: Final = "default"
 DEFAULT_SCHEDULER: Final = "volcano"

@@ -14,6 +14,11 @@ obeys what Kueue decides on it:
   the job's `Suspended` condition says;
 - finished (Completed, Failed, Terminated): the Workload is marked `Finished`, which releases
   its quota. Deleting the job deletes the Workload (garbage collection of the owner reference).
+
+On a MultiKueue worker, the job is a copy MultiKueue made, labelled with the name of the Workload
+MultiKueue created beside it (`kueue.x-k8s.io/prebuilt-workload-name`): that Workload is used,
+never one of our own, and it is adopted (the job becomes its controller owner) as Kueue's own
+integrations adopt a prebuilt Workload. Until it is there, the job stays suspended.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import copy
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Final
 
 from controller.job.decide import suspension
@@ -34,11 +40,19 @@ WORKLOAD_KIND: Final = "Workload"
 QUEUE_NAME_KEY: Final = labels.KUEUE_QUEUE_NAME_KEY
 # The label Kueue's own integrations put on a Workload: the UID of the job it belongs to.
 JOB_UID_KEY: Final = "kueue.x-k8s.io/job-uid"
+PREBUILT_WORKLOAD_KEY: Final = labels.KUEUE_PREBUILT_WORKLOAD_KEY
+# How often a copy on a MultiKueue worker looks for its prebuilt Workload while it is not in the
+# cache: nothing maps an unowned Workload to its job, so no watch event would wake the job.
+PREBUILT_RECHECK: Final = timedelta(seconds=2)
 
 QUOTA_RESERVED: Final = "QuotaReserved"
 ADMITTED: Final = "Admitted"
 EVICTED: Final = "Evicted"
 FINISHED: Final = "Finished"
+REQUEUED: Final = "Requeued"
+# Evictions after which Kueue queues the Workload again at once (Requeued True); after any other
+# (an admission check's Retry, say) its workload controller does, once its backoff is over.
+REQUEUED_AT_ONCE: Final = frozenset({"Preempted", "NodeFailures"})
 
 WireObject = dict[str, Any]
 
@@ -48,6 +62,46 @@ def queue_name(job: Mapping[str, Any]) -> str | None:
     meta = job.get("metadata") or {}
     value = (meta.get("labels") or {}).get(QUEUE_NAME_KEY)
     return str(value) if value else None
+
+
+def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
+    """The Workload made for this job by someone else (MultiKueue, on a worker), or None."""
+    meta = job.get("metadata") or {}
+    value = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_KEY)
+    return str(value) if value else None
+
+
+def _owner_reference(job: Mapping[str, Any]) -> WireObject:
+    meta = job.get("metadata") or {}
+    return {
+        "apiVersion": labels.BATCH_API_VERSION,
+        "kind": labels.JOB_KIND,
+        "name": str(meta.get("name")),
+        "uid": str(meta.get("uid") or ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def is_controlled_by(workload: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+    uid = (job.get("metadata") or {}).get("uid")
+    return any(
+        ref.get("uid") == uid and ref.get("controller")
+        for ref in (workload.get("metadata") or {}).get("ownerReferences") or []
+    )
+
+
+def adopted(workload: Mapping[str, Any], job: Mapping[str, Any]) -> WireObject:
+    """A prebuilt Workload with the job as its controller owner and the job's UID label, as
+    Kueue adopts one for its own jobs (written with the resourceVersion it was read at)."""
+    out = copy.deepcopy(dict(workload))
+    out["apiVersion"], out["kind"] = API_VERSION, WORKLOAD_KIND
+    meta = out.setdefault("metadata", {})
+    others = [r for r in meta.get("ownerReferences") or [] if not r.get("controller")]
+    meta["ownerReferences"] = [*others, _owner_reference(job)]
+    uid = str((job.get("metadata") or {}).get("uid") or "")
+    meta["labels"] = {**(meta.get("labels") or {}), JOB_UID_KEY: uid}
+    return out
 
 
 def workload_name(job_name: str, job_uid: str) -> str:
@@ -131,16 +185,7 @@ def build_workload(job: Mapping[str, Any], priority_values: Mapping[str, int]) -
             "name": workload_name(name, uid),
             "namespace": meta.get("namespace"),
             "labels": {JOB_UID_KEY: uid},
-            "ownerReferences": [
-                {
-                    "apiVersion": labels.BATCH_API_VERSION,
-                    "kind": labels.JOB_KIND,
-                    "name": name,
-                    "uid": uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [_owner_reference(job)],
         },
         "spec": workload_spec,
     }
@@ -228,10 +273,16 @@ def _set_condition(
 
 def cleared_admission(workload: Mapping[str, Any], message: str, now: str) -> WireObject:
     """The status after an eviction was carried out (the job's pods are gone): no admission,
-    `QuotaReserved` False (reason Pending) and `Admitted` False, as Kueue's own jobs do it."""
+    `QuotaReserved` False (reason Pending), `Admitted` False and `Requeued` as the eviction's
+    reason calls for, as Kueue's own jobs do it."""
     status = copy.deepcopy(dict(workload.get("status") or {}))
     generation = (workload.get("metadata") or {}).get("generation")
     conditions = list(status.get("conditions") or [])
+    reason = str((_condition(workload, EVICTED) or {}).get("reason") or "")
+    if reason:
+        conditions = _set_condition(
+            conditions, REQUEUED, reason in REQUEUED_AT_ONCE, reason, message, now, generation
+        )
     conditions = _set_condition(
         conditions, QUOTA_RESERVED, False, "Pending", message, now, generation
     )
@@ -273,6 +324,8 @@ class KueueSteps:
     """What the Kueue contract asks of one reconcile."""
 
     create_workload: WireObject | None = None
+    # A prebuilt Workload to adopt (written with the job as its controller owner).
+    adopt_workload: WireObject | None = None
     # The new `spec.suspend` to write on the job, or None to leave it.
     set_suspend: bool | None = None
     # A Workload whose status is to be written (name and resourceVersion of the observed one).
@@ -280,6 +333,8 @@ class KueueSteps:
     # Why Kueue keeps the job suspended, for its Suspended condition and state message.
     waiting_message: str | None = None
     overrides: dict[str, PodOverride] = field(default_factory=dict)
+    # Look again after this long although no event may come (a prebuilt Workload not seen yet).
+    requeue_after: timedelta | None = None
 
 
 def plan_kueue(
@@ -301,6 +356,16 @@ def plan_kueue(
     if queue is None:
         return steps
     suspended = suspension.is_suspended(job)
+    prebuilt = prebuilt_workload_name(job)
+    if workload is None and prebuilt is not None:
+        if finished is None:
+            if not suspended:
+                steps.set_suspend = True
+            steps.waiting_message = f"waiting for Kueue's Workload {prebuilt} of this job"
+            steps.requeue_after = PREBUILT_RECHECK
+        return steps
+    if workload is not None and prebuilt is not None and not is_controlled_by(workload, job):
+        steps.adopt_workload = adopted(workload, job)
     if workload is None:
         if finished is None:
             steps.create_workload = build_workload(job, priority_values)

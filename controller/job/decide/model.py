@@ -136,5 +136,7 @@ class Plan:
     memory: dict[str, Any] = field(default_factory=dict)
     # Kueue: a Workload (as read, with its new status) whose status is to be written.
     workload_status: WireObject | None = None
+    # Kueue: a prebuilt Workload (as read, with the job as its controller owner) to write.
+    adopt_workload: WireObject | None = None
     # Pods may be created only when the job still exists with this UID and no deletionTimestamp.
     guard_uid: str | None = None

@@ -246,3 +246,6 @@ def apply_kueue(r: JobRound, d: Draft) -> None:
         # Our own write's echo does not wake the job: look again at once.
         d.requeue.append(FOLLOW_UP)
     d.plan.workload_status = steps.workload_status
+    d.plan.adopt_workload = steps.adopt_workload
+    if steps.requeue_after is not None:
+        d.requeue.append(steps.requeue_after)

@@ -130,8 +130,16 @@ class Applier:
             )
             job.setdefault("kind", "Job")
             self._cache.store_written("Job", job)
-        if plan.workload_status is not None:
-            self._write_workload_status(plan.workload_status)
+        workload_status = plan.workload_status
+        if plan.adopt_workload is not None:
+            adopted = self._adopt_workload(plan.adopt_workload)
+            if adopted is None:
+                workload_status = None  # gone meanwhile
+            elif workload_status is not None:
+                # The status was planned on the Workload as read: written over the adopted one.
+                workload_status = {**workload_status, "metadata": adopted["metadata"]}
+        if workload_status is not None:
+            self._write_workload_status(workload_status)
         if not written:
             if plan.status is not None:
                 job = self._write_status(job, plan.status)
@@ -302,6 +310,18 @@ class Applier:
                 result = self._kube.create(res, ns, obj)
             result.setdefault("kind", kind)
             self._cache.store_written(res.cache_kind, result)
+
+    def _adopt_workload(self, workload: WireObject) -> WireObject | None:
+        """A prebuilt Workload made ours, with the resourceVersion it was read at: a 409 re-plans
+        from the fresh copy; one deleted meanwhile is not made again (None)."""
+        namespace = str(_meta(workload).get("namespace"))
+        try:
+            written = self._kube.replace(WORKLOADS, namespace, workload)
+        except NotFoundError:
+            return None
+        written.setdefault("kind", WORKLOADS.kind)
+        self._cache.store_written(WORKLOADS.kind, written)
+        return written
 
     def _write_workload_status(self, workload: WireObject) -> None:
         """Kueue's Workload status (Finished, or an eviction carried out), with the

@@ -45,9 +45,11 @@ def build_observed(
     priority_values: dict[str, int] | None = None,
     looked_up_pvcs: dict[str, WireObject | None] | None = None,
     resource_flavors: dict[str, WireObject] | None = None,
+    prebuilt_workload: WireObject | None = None,
 ) -> Observed | None:
     """None when the job is not in the cache. `looked_up_pvcs` maps referenced PVC names that
-    are not in the cache to what a direct read found (None: it does not exist)."""
+    are not in the cache to what a direct read found (None: it does not exist).
+    `prebuilt_workload`: the Workload the job's prebuilt-workload label names, as cached."""
     job = view.job
     if job is None:
         return None
@@ -82,6 +84,13 @@ def build_observed(
         (w for w in view.workloads if _controlled_by(w, job_uid)),
         None,
     )
+    # A prebuilt Workload not adopted yet (no owner), or ours: another job's is not taken over.
+    if (
+        workload is None
+        and prebuilt_workload is not None
+        and not _owned_by_other_job(prebuilt_workload, job_uid)
+    ):
+        workload = prebuilt_workload
     # Commands are handed over as they are: the planner checks the target UID itself.
     commands = list(view.commands)
     return Observed(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from controller.job.decide import foreignwriters
+from controller.job.decide import foreignwriters, kueue, multikueue
 from controller.job.decide.followup import follow_up_needed
 from controller.job.decide.model import Observed, Plan, PlanSettings
 from controller.job.decide.plan import reconcile as plan_reconcile
@@ -24,7 +24,7 @@ from controller.job.decide.plugins.ssh import needs_generated_key
 from controller.job.decide.suspension import managed_by_other
 from controller.job.shell.apply import CREATE_PARALLELISM, Applier, JobGoneError
 from controller.job.shell.batching import BatchingStore
-from controller.job.shell.cache import Cache
+from controller.job.shell.cache import WORKLOAD, Cache
 from controller.job.shell.failures import FailureReports
 from controller.job.shell.foreignwatch import ForeignWriterWatch
 from controller.job.shell.observe import build_observed, pvcs_to_look_up, waits_for_admission
@@ -60,6 +60,7 @@ from kubeio.events import EventRecorder
 from kubeio.informer import Reflector, WatchSpec
 from kubeio.kubelike import KubeLike
 from kubeio.workqueue import WorkQueue
+from shared import objectkeys
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
 from shared.logging import announce
 from shared.objectkeys import object_key
@@ -433,6 +434,10 @@ class Controller:
         if job is not None and managed_by_other(job):
             # spec.managedBy names another controller: its status and children are not ours.
             self.cache.take_edges(key)
+            if multikueue.dispatched(job) and self._plan_settings.kueue:
+                # Kueue's side of it stays ours (its Workload, suspend): MultiKueue's contract.
+                # What was written is looked at again at once, as for any other job.
+                return None, self._sync_dispatched(job, view.workloads)
             return None, False
         if job is None or job["metadata"].get("deletionTimestamp"):
             # Deleted: the garbage collector removes the children through ownerReferences.
@@ -462,6 +467,7 @@ class Controller:
                 priority_values=self.cache.priority_values(),
                 looked_up_pvcs=looked_up,
                 resource_flavors=self.cache.resource_flavors(),
+                prebuilt_workload=self._prebuilt_workload(job),
             )
             if observed is None:
                 return None, False
@@ -488,6 +494,28 @@ class Controller:
         # A written phase is a decision whose effects the next reconcile carries out: go on at
         # once (the watch echo of our own status write does not enqueue the job again).
         return plan.requeue_after, follow_up_needed(job, plan, result.objects_written)
+
+    def _sync_dispatched(self, job: WireObject, workloads: list[WireObject]) -> bool:
+        """Kueue's steps for a job MultiKueue dispatches; whether anything was written."""
+        meta = job["metadata"]
+        if meta.get("deletionTimestamp"):
+            return False
+        workload = next((w for w in workloads if kueue.is_controlled_by(w, job)), None)
+        plan = multikueue.plan_dispatched(
+            job, workload, priority_values=self.cache.priority_values(), now=self.clock.now()
+        )
+        if multikueue.plan_is_empty(plan):
+            return False
+        plan.guard_uid = str(meta.get("uid") or "")
+        self.applier.apply(job, plan)
+        return True
+
+    def _prebuilt_workload(self, job: WireObject) -> WireObject | None:
+        """The Workload MultiKueue made for a copy on this worker cluster, as cached."""
+        name = kueue.prebuilt_workload_name(job)
+        if name is None:
+            return None
+        return self.cache.get(WORKLOAD, objectkeys.key(job["metadata"]["namespace"], name))
 
     def _look_up_queue(self, key: str, name: str) -> tuple[WireObject | None] | None:
         """The Queue `name` (None inside: it does not exist), read at most once per

@@ -53,6 +53,22 @@ def test_status_writers_since(
     assert foreignwriters.status_writers_since(job(*entries), (OWN,), STARTED) == expected
 
 
+@pytest.mark.parametrize(
+    ("written", "created", "expected"),
+    [
+        (40, 40, ()),  # carried in by the copy's create (MultiKueue on a worker cluster)
+        (30, 40, ()),
+        (41, 40, ("kueue",)),  # written to this Job after its creation
+    ],
+)
+def test_status_writes_that_came_with_a_copy_do_not_count(
+    written: int, created: int, expected: tuple[str, ...]
+) -> None:
+    copy = job(entry("kueue", written))
+    copy["metadata"]["creationTimestamp"] = at(created)
+    assert foreignwriters.status_writers_since(copy, {OWN}, STARTED) == expected
+
+
 def test_the_warning_names_both_controllers() -> None:
     message = foreignwriters.warning("vc-controller-manager", OWN)
     assert "vc-controller-manager" in message and OWN in message

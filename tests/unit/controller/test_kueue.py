@@ -300,3 +300,27 @@ def test_a_partial_admission_creates_only_the_admitted_pods() -> None:
     world.step()
     world.admit()
     assert created_pods(world.step()) == ["j-w-0", "j-w-1"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "requeued"),
+    [
+        ("Preempted", "True"),
+        ("NodeFailures", "True"),
+        # Kueue's workload controller requeues these after their backoff.
+        ("AdmissionCheck", "False"),
+        ("PodsReadyTimeout", "False"),
+    ],
+)
+def test_clearing_an_eviction_says_whether_kueue_requeues_it_at_once(
+    reason: str, requeued: str
+) -> None:
+    wl = workload(
+        condition("QuotaReserved", "True"),
+        condition("Evicted", "True", reason, "why"),
+        admission=True,
+    )
+    status = steps(queued(), wl).workload_status
+    assert status is not None
+    by_type = {c["type"]: c for c in status["status"]["conditions"]}
+    assert (by_type["Requeued"]["status"], by_type["Requeued"]["reason"]) == (requeued, reason)

@@ -234,3 +234,22 @@ def test_the_watch_echo_of_our_own_write_triggers_no_reconcile() -> None:
     changed = pod("j-w-0", rv="8")
     changed["metadata"]["uid"] = created["metadata"]["uid"]
     assert cache.upsert("Pod", changed) == "ns/j"
+
+
+def prebuilt(owner_uid: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "job-j-abcde", "namespace": "ns", "resourceVersion": "3"}
+    if owner_uid is not None:
+        meta["ownerReferences"] = [
+            {"kind": "Job", "name": "j", "uid": owner_uid, "controller": True}
+        ]
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta}
+
+
+def test_a_prebuilt_workload_is_the_jobs_unless_another_job_owns_it(clock: ManualClock) -> None:
+    cache = Cache()
+    cache.upsert("Job", job())
+    view = cache.view("ns/j")
+    unowned = build_observed(view, now=clock.now(), prebuilt_workload=prebuilt(None))
+    assert unowned is not None and unowned.workload == prebuilt(None)
+    stale = build_observed(view, now=clock.now(), prebuilt_workload=prebuilt("uid-old"))
+    assert stale is not None and stale.workload is None
