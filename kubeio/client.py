@@ -102,6 +102,9 @@ WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
 RESOURCE_FLAVORS = Resource(
     "kueue.x-k8s.io", "v1beta2", "resourceflavors", "ResourceFlavor", namespaced=False
 )
+MULTIKUEUE_CLUSTERS = Resource(
+    "kueue.x-k8s.io", "v1beta2", "multikueueclusters", "MultiKueueCluster", namespaced=False
+)
 # Kubernetes' own gang scheduling (1.37, GenericWorkload): the Workload and the PodGroup
 # kube-scheduler places all-or-nothing.
 NATIVE_WORKLOADS = Resource(
@@ -330,6 +333,19 @@ def load_user_configuration(
             namespace = ""
         return configuration, namespace or "default"
     return configuration, _context_namespace(kubeconfig, context)
+
+
+def configuration_from_kubeconfig(document: dict[str, Any]) -> client.Configuration:
+    """A configuration from a kubeconfig held in memory (one kept in a Secret, say), at its
+    current context. Raises KubeconfigError with the loader's reason."""
+    configuration = client.Configuration()
+    try:
+        config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+            document, client_configuration=configuration, persist_config=False
+        )
+    except (ConfigException, OSError, TypeError, ValueError) as exc:
+        raise KubeconfigError(str(exc)) from None
+    return configuration
 
 
 # Set on a RESTClientObject whose `request` takes bodies already encoded (`accept_encoded_bodies`).

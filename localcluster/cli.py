@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from localcluster import multikueue
 from localcluster.bootstrap import DEFAULT_CRDS_DIR
 from localcluster.clusterdir import KUBECONFIG_FILE
 from localcluster.options import UpOptions
@@ -32,6 +33,23 @@ def _positive_duration(ctx: click.Context, param: click.Parameter, value: str) -
     if parse_duration(value).total_seconds() <= 0:
         raise click.BadParameter(f"{value!r} must be longer than 0s (e.g. 30s)")
     return value
+
+
+def _optional_positive_duration(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> str | None:
+    return None if value is None else _positive_duration(ctx, param, value)
+
+
+def _multikueue_worker(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[multikueue.Worker, ...]:
+    try:
+        workers = tuple(multikueue.parse_worker(text) for text in value)
+        multikueue.check_workers(workers)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from err
+    return workers
 
 
 def _crds_dir(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
@@ -223,6 +241,24 @@ def local_group() -> None:
     "scheduler started apart, such as Volcano's vc-scheduler; the node agent then only runs the "
     "pods bound to its nodes (kube-scheduler still places default-scheduler pods).",
 )
+@click.option(
+    "--multikueue-worker",
+    "multikueue_workers",
+    multiple=True,
+    metavar="NAME=DIR",
+    callback=_multikueue_worker,
+    help="Make this cluster Kueue's MultiKueue manager (implies --kueue) with the local cluster "
+    "running from DIR (`vcjob local up --dir DIR --kueue`) as the worker cluster NAME "
+    "(repeatable; docs/multikueue.md).",
+)
+@click.option(
+    "--multikueue-worker-lost-timeout",
+    default=None,
+    callback=_optional_positive_duration,
+    metavar="DURATION",
+    help="How long MultiKueue waits for a worker that stopped answering before it dispatches "
+    "the worker's Jobs again (Kueue's workerLostTimeout; Kueue's default: 15m).",
+)
 def up_command(
     port: int,
     directory: Path,
@@ -246,6 +282,8 @@ def up_command(
     run_images: tuple[str, ...],
     feature_gates: str,
     external_gang_scheduler: bool,
+    multikueue_workers: tuple[multikueue.Worker, ...],
+    multikueue_worker_lost_timeout: str | None,
 ) -> None:
     """Start the local cluster in the foreground; Ctrl-C or SIGTERM stops it.
 
@@ -260,7 +298,7 @@ def up_command(
         port=port,
         simulator=not no_simulator,
         controller=not (no_controller or bare),
-        kueue=kueue and not bare,
+        kueue=(kueue or bool(multikueue_workers)) and not bare,
         webhook=not (no_webhook or bare),
         nodes=nodes,
         node_shape=NodeShape(cpu=node_cpu, memory=node_memory, gpu=node_gpu),
@@ -276,6 +314,8 @@ def up_command(
         run_images=run_images,
         feature_gates=feature_gates,
         external_gang_scheduler=external_gang_scheduler,
+        multikueue_workers=multikueue_workers,
+        multikueue_worker_lost_timeout=multikueue_worker_lost_timeout,
     )
     sys.exit(LocalControlPlane(options).run())
 

@@ -25,9 +25,16 @@ WEBHOOK_SECRET: Final = "kueue-webhook-server-cert"  # noqa: S105 - a Secret's n
 PATCHES: Final = Path("config") / "components" / "crd" / "patches"
 
 
-def configuration(*, health_port: int, webhook_port: int, cert_dir: Path) -> dict[str, Any]:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a local cluster."""
-    return {
+def configuration(
+    *,
+    health_port: int,
+    webhook_port: int,
+    cert_dir: Path,
+    multikueue: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a local cluster; `multikueue`:
+    its `multiKueue` section, on a MultiKueue manager."""
+    config: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "namespace": NAMESPACE,
@@ -44,20 +51,34 @@ def configuration(*, health_port: int, webhook_port: int, cert_dir: Path) -> dic
             "externalFrameworks": [EXTERNAL_FRAMEWORK],
         },
     }
+    if multikueue is not None:
+        config["multiKueue"] = multikueue
+    return config
 
 
 def cert_dir_of(folder: Path) -> Path:
     return folder / "certs"
 
 
-def prepare(folder: Path, *, health_port: int, webhook_port: int) -> Path:
+def prepare(
+    folder: Path,
+    *,
+    health_port: int,
+    webhook_port: int,
+    multikueue: dict[str, Any] | None = None,
+) -> Path:
     """Write the configuration under `folder`; the path of the configuration file."""
     cert_dir = cert_dir_of(folder)
     cert_dir.mkdir(parents=True, exist_ok=True)
     config = folder / "kueue-config.yaml"
     config.write_text(
         yaml.safe_dump(
-            configuration(health_port=health_port, webhook_port=webhook_port, cert_dir=cert_dir)
+            configuration(
+                health_port=health_port,
+                webhook_port=webhook_port,
+                cert_dir=cert_dir,
+                multikueue=multikueue,
+            )
         )
     )
     return config

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from localcluster.bootstrap import DEFAULT_CRDS_DIR
 from localcluster.clusterdir import KUBE_CACHE_DIR, KUBECONFIG_FILE, LOG_DIR
+from localcluster.multikueue import Worker
 from localcluster.simulator import nodes as simulated_nodes
 
 
@@ -40,6 +41,9 @@ class UpOptions:
     # Another gang scheduler (Volcano's vc-scheduler) admits PodGroups and binds the `volcano`
     # scheduler's pods; the node agent only runs pods.
     external_gang_scheduler: bool = False
+    # Kueue's MultiKueue manager, dispatching to these local clusters (localcluster.multikueue).
+    multikueue_workers: tuple[Worker, ...] = ()
+    multikueue_worker_lost_timeout: str | None = None
 
     @property
     def kubeconfig(self) -> Path:

@@ -167,6 +167,10 @@ class LocalCluster:
                 parts.append(f"===== {path.name} =====\n{path.read_text(errors='replace')}")
         return "\n".join(parts)
 
+    def stop(self) -> None:
+        """Stop `vcjob local up` and every component it started (a cluster lost, for a test)."""
+        _stop(self)
+
     def component_pids(self) -> dict[str, int]:
         components = self.state.get("components") or {}
         return {

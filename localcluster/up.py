@@ -33,7 +33,15 @@ import click
 import yaml
 
 from kubeio.signals import install_stop_signals
-from localcluster import banner, controlplane, kubebin, kueue, kueuebin, readiness
+from localcluster import (
+    banner,
+    controlplane,
+    kubebin,
+    kueue,
+    kueuebin,
+    multikueue,
+    readiness,
+)
 from localcluster.bootstrap import (
     BARE_NAMESPACES,
     DEFAULT_CRDS_DIR,
@@ -78,6 +86,7 @@ from localcluster.simulator.client import (
     VALIDATING_WEBHOOKS,
     ApiError,
     KubeClient,
+    Resource,
 )
 from localcluster.tools import PROJECT_ROOT
 from shared import certgen, crdgen
@@ -133,6 +142,12 @@ class LocalControlPlane:
                 "stop it first or choose another --dir"
             )
         check_port_free(options.port)
+        for worker in options.multikueue_workers:
+            if not worker.kubeconfig.is_file():
+                raise StartupError(
+                    f"MultiKueue worker {worker.name}: no kubeconfig at {worker.kubeconfig}; "
+                    f"start it first: vcjob local up --dir {worker.dir} --kueue --port 0"
+                )
         for stale in (options.kubeconfig, options.dir / STATE_FILE):
             stale.unlink(missing_ok=True)
         self._start_control_plane()
@@ -158,6 +173,8 @@ class LocalControlPlane:
             self._remove_webhook_configurations(client)
         if options.kueue:
             self._start_kueue(client)
+        if options.multikueue_workers:
+            self._configure_multikueue(client)
         if options.controller and not options.bare:
             self._start_controller()
         if options.simulator:
@@ -491,7 +508,12 @@ class LocalControlPlane:
             for crd in crds:
                 client.apply(CRDS, crd)
             readiness.wait_for_discovery(client, crds, self.stop)
-            config = kueue.prepare(folder, health_port=health_port, webhook_port=webhook_port)
+            config = kueue.prepare(
+                folder,
+                health_port=health_port,
+                webhook_port=webhook_port,
+                multikueue=self._multikueue_section(),
+            )
             argv = kueue.manager_argv(binary, self._components_kubeconfig, config)
             child = self._spawn("kueue", argv, extra={"health_port": health_port})
             self._mount_kueue_certificate(client, child, kueue.cert_dir_of(folder))
@@ -500,6 +522,34 @@ class LocalControlPlane:
             ):
                 return
         raise StartupError(f"Kueue found no free port in {PORT_ATTEMPTS} attempts")
+
+    def _multikueue_section(self) -> dict[str, Any] | None:
+        if not self.options.multikueue_workers:
+            return None
+        return multikueue.configuration_section(self.options.multikueue_worker_lost_timeout)
+
+    def _configure_multikueue(self, client: KubeClient) -> None:
+        """The manager's MultiKueue objects, and a `multikueue` queue on every worker that has
+        none (its quota: the worker's nodes)."""
+        workers = self.options.multikueue_workers
+        for worker in workers:
+            _create_if_absent(
+                client,
+                SECRETS,
+                multikueue.kubeconfig_secret(worker, worker.kubeconfig.read_text()),
+            )
+            with KubeClient(worker.kubeconfig) as remote:
+                quota = multikueue.nodes_quota(remote.list(NODES).get("items") or [])
+                for resource, obj in multikueue.queue_objects(quota):
+                    _create_if_absent(remote, resource, obj)
+        for resource, obj in multikueue.manager_objects(workers):
+            _create_if_absent(client, resource, obj)
+        self._echo(
+            "MultiKueue manager of "
+            + ", ".join(f"{w.name} ({w.dir})" for w in workers)
+            + f": submit Jobs to LocalQueue {multikueue.QUEUE} with spec.managedBy "
+            "kueue.x-k8s.io/multikueue"
+        )
 
     def _mount_kueue_certificate(self, client: KubeClient, child: Child, cert_dir: Path) -> None:
         """Kueue issues its webhook certificate into a Secret and waits for the file (a Secret
@@ -579,3 +629,11 @@ class LocalControlPlane:
 
     def _banner(self) -> None:
         self._echo(banner.render(self.options, self.api_port, self.children))
+
+
+def _create_if_absent(client: KubeClient, resource: Resource, obj: dict[str, Any]) -> None:
+    try:
+        client.create(resource, obj, obj["metadata"].get("namespace"))
+    except ApiError as err:
+        if not err.already_exists:
+            raise

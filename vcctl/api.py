@@ -6,10 +6,14 @@ what is wrong (no kubeconfig, no such job or queue, a refusal by the API server 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import http
 import os
 from collections.abc import Callable
 from typing import Final, TypeVar
+
+import yaml
 
 from kubeio.client import (
     COMMANDS,
@@ -17,13 +21,17 @@ from kubeio.client import (
     JOBFLOWS,
     JOBS,
     JOBTEMPLATES,
+    MULTIKUEUE_CLUSTERS,
     NATIVE_COMPOSITE_PODGROUPS,
     NATIVE_PODGROUPS,
     PODGROUPS,
     PODS,
     QUEUES,
+    SECRETS,
+    WORKLOADS,
     Kube,
     WireObject,
+    configuration_from_kubeconfig,
     load_user_configuration,
     new_api_client,
 )
@@ -36,6 +44,8 @@ CLI_QPS: Final = 0.0
 CONNECT_RETRIES: Final = 1
 # Server-side field validation: unknown and duplicate fields fail the create (kubectl's default).
 STRICT_FIELDS: Final = {"fieldValidation": "Strict"}
+# Where Kueue runs, and keeps the kubeconfig Secrets its MultiKueueClusters name (Kueue's default).
+KUEUE_NAMESPACE: Final = "kueue-system"
 # The flow.volcano.sh objects of `vcjob jobflow|jobtemplate`, by kind.
 FLOW_RESOURCES: Final = {r.kind: r for r in (JOBFLOWS, JOBTEMPLATES)}
 
@@ -219,6 +229,45 @@ class VolcanoApi:
             return self.kube.get_or_none(NATIVE_COMPOSITE_PODGROUPS, namespace, name)
         except KubeError:
             return None
+
+    def find_job_workload(self, namespace: str, uid: str) -> WireObject | None:
+        """Kueue's Workload of the job; None where there is none, Kueue is not installed or the
+        user may not read them."""
+        try:
+            result = self.kube.request("GET", WORKLOADS.path(namespace))
+        except KubeError:
+            return None
+        return next((w for w in result.get("items") or [] if _owned_by(w, uid)), None)
+
+    def worker_workload(self, cluster: str, namespace: str, name: str) -> WireObject | str:
+        """The Workload `name` on MultiKueue's worker cluster `cluster`, read with the kubeconfig
+        its MultiKueueCluster names; else, in a few words, why it could not be read."""
+        try:
+            found = self.kube.get_or_none(MULTIKUEUE_CLUSTERS, None, cluster)
+            if found is None:
+                return f"no MultiKueueCluster {cluster}"
+            source = ((found.get("spec") or {}).get("clusterSource") or {}).get("kubeConfig") or {}
+            secret_name = str(source.get("location") or "")
+            if source.get("locationType", "Secret") != "Secret" or not secret_name:
+                return f"MultiKueueCluster {cluster} keeps its kubeconfig outside a Secret"
+            secret = self.kube.get(SECRETS, KUEUE_NAMESPACE, secret_name)
+        except KubeError as exc:
+            return f"cannot read its kubeconfig: {_message(exc)}"
+        try:
+            encoded = str((secret.get("data") or {}).get("kubeconfig") or "")
+            document = yaml.safe_load(base64.b64decode(encoded))
+            configuration = configuration_from_kubeconfig(document)
+        except (binascii.Error, yaml.YAMLError, KubeconfigError) as exc:
+            return f"its kubeconfig (Secret {KUEUE_NAMESPACE}/{secret_name}) is unusable: {exc}"
+        configuration.retries = CONNECT_RETRIES
+        remote = Kube(new_api_client(configuration, pool_size=1), qps=CLI_QPS)
+        try:
+            workload = remote.get_or_none(WORKLOADS, namespace, name)
+        except KubeError as exc:
+            return f"cannot read it there: {_message(exc)}"
+        finally:
+            remote.api_client.close()  # type: ignore[no-untyped-call]
+        return workload if workload is not None else "no copy of the Workload there"
 
 
 def _owned_by(obj: WireObject, uid: str) -> bool:

@@ -216,9 +216,25 @@ def why_command(
         queue = api.find_queue(str((job.get("spec") or {}).get("queue") or "default"))
         pods = api.list_job_pods(target, target_name)
         events = api.list_events(target)
+        workload = api.find_job_workload(target, uid)
+        workers: dict[str, why.WireObject | str] = {}
+        if workload is not None and why.dispatched_by_multikueue(job):
+            name_there = str(workload["metadata"]["name"])
+            for cluster in why.clusters_to_ask(workload):
+                workers[cluster] = api.worker_workload(cluster, target, name_there)
     finally:
         api.close()
-    facts = why.WhyFacts(job, pod_group, queue, pods, events, native_pod_groups, native_composite)
+    facts = why.WhyFacts(
+        job,
+        pod_group,
+        queue,
+        pods,
+        events,
+        native_pod_groups,
+        native_composite,
+        workload=workload,
+        worker_workloads=workers,
+    )
     click.echo(why.explain(facts))
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from shared import conditions
+from shared import conditions, labels
 from shared.models import FINISHED_PHASES
 
 WireObject = dict[str, Any]
@@ -30,6 +30,78 @@ class WhyFacts:
     # gang, or its tasks' under the CompositePodGroup that makes them one.
     native_pod_groups: Sequence[WireObject] = ()
     native_composite: WireObject | None = None
+    # Kueue's Workload of the job; for a job MultiKueue dispatches, each worker cluster's copy of
+    # it by cluster name (or why it could not be read).
+    workload: WireObject | None = None
+    worker_workloads: Mapping[str, WireObject | str] = field(default_factory=dict)
+
+
+def dispatched_by_multikueue(job: Mapping[str, Any]) -> bool:
+    return bool(_get(job, "spec", "managedBy") == labels.MANAGED_BY_MULTIKUEUE)
+
+
+def clusters_to_ask(workload: Mapping[str, Any] | None) -> list[str]:
+    """The worker clusters whose copy of the Workload explains the job: the one running it, else
+    those MultiKueue offered it to."""
+    status = (workload or {}).get("status") or {}
+    if _condition_message(workload or {}, "Finished")[0] == "True":
+        return []  # MultiKueue removed the copies
+    if status.get("clusterName"):
+        return [str(status["clusterName"])]
+    return [str(c) for c in status.get("nominatedClusterNames") or []]
+
+
+def _condition_message(workload: Mapping[str, Any], type_: str) -> tuple[str, str]:
+    for cond in _get(workload, "status", "conditions") or []:
+        if cond.get("type") == type_:
+            return str(cond.get("status")), str(cond.get("message") or cond.get("reason") or "")
+    return "", ""
+
+
+def multikueue_lines(
+    workload: Mapping[str, Any] | None, workers: Mapping[str, WireObject | str]
+) -> tuple[list[str], str]:
+    """Where MultiKueue runs the job, or what holds it; and what would unblock it."""
+    if workload is None:
+        return (
+            ["MultiKueue: the job has no Workload yet (is vcjob's controller running here, with "
+             "Kueue's CRDs installed?)"],
+            "check that vcjob's controller runs on this (the manager) cluster",
+        )  # fmt: skip
+    status = workload.get("status") or {}
+    lines: list[str] = []
+    hint = ""
+    finished, finished_message = _condition_message(workload, "Finished")
+    reserved, reserved_message = _condition_message(workload, "QuotaReserved")
+    where = f" on worker cluster {status['clusterName']}" if status.get("clusterName") else ""
+    if finished == "True":
+        lines.append(f"MultiKueue: finished{where} ({finished_message})")
+    elif where:
+        lines.append(f"MultiKueue: runs{where}")
+    elif reserved != "True":
+        lines.append(f"MultiKueue: waits in the manager's ClusterQueue: {reserved_message}")
+        hint = "the manager's ClusterQueue must have room for the job"
+    else:
+        offered = ", ".join(clusters_to_ask(workload)) or "none yet"
+        lines.append(f"MultiKueue: no worker cluster has admitted it (offered to {offered})")
+        hint = "a worker cluster's ClusterQueue must have room for the job (its reason above)"
+    for check in status.get("admissionChecks") or []:
+        if check.get("message"):
+            lines.append(
+                f"  Admission check {check.get('name')}: {check.get('state')}: {check['message']}"
+            )
+    for cluster, copy in workers.items():
+        if isinstance(copy, str):
+            lines.append(f"  {cluster}: {copy}")
+            continue
+        state, message = _condition_message(copy, "QuotaReserved")
+        admitted, _ = _condition_message(copy, "Admitted")
+        verdict = "admitted" if admitted == "True" else "quota reserved" if state == "True" else ""
+        lines.append(f"  {cluster}: {verdict or message or 'not looked at by its Kueue yet'}")
+    lines.append(
+        "Pods: on the worker cluster (the Job there has the same name; its status is mirrored here)"
+    )
+    return lines, hint
 
 
 #: kube-scheduler's condition on its PodGroup (Kubernetes 1.37).
@@ -200,7 +272,9 @@ def explain(facts: WhyFacts) -> str:
     meta = job.get("metadata") or {}
     spec = job.get("spec") or {}
     status = job.get("status") or {}
-    phase = _get(status, "state", "phase") or "Unknown"
+    phase = _get(status, "state", "phase") or (
+        "not dispatched yet" if dispatched_by_multikueue(job) else "Unknown"
+    )
     reason, message = job_reason(job)
     queue_name = str(spec.get("queue") or "default")
     out: list[str] = [f"Job {meta.get('namespace')}/{meta.get('name')}: {phase}"]
@@ -232,6 +306,12 @@ def explain(facts: WhyFacts) -> str:
             + f": {last.get('reason') or '-'}"
             + (f"; failed pods: {failed}" if failed else "")
         )
+    if dispatched_by_multikueue(job):
+        lines, hint = multikueue_lines(facts.workload, facts.worker_workloads)
+        out += lines
+        if hint:
+            out.append(f"To unblock: {hint}")
+        return "\n".join(out)
     pg = facts.pod_group
     if pg is None:
         out.append(f"PodGroup: {missing_pod_group(job)}")

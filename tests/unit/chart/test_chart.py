@@ -1002,7 +1002,8 @@ def test_kueue_integration_is_off_by_default_and_grants_workloads_when_on() -> N
     args = container(on, "vcjob-controller")["args"]
     assert "--kueue" in args and "--no-kueue" not in args
     role = one(on, "ClusterRole", "vcjob-controller")
-    assert verbs(role, "kueue.x-k8s.io", "workloads") == {"list", "watch", "create"}
+    # update: a MultiKueue worker adopts the Workload MultiKueue made for a copy.
+    assert verbs(role, "kueue.x-k8s.io", "workloads") == {"list", "watch", "create", "update"}
     assert verbs(role, "kueue.x-k8s.io", "workloads/status") == {"update"}
     assert verbs(role, "kueue.x-k8s.io", "resourceflavors") == {"list", "watch"}
     assert "enabled" in render_error("controller.kueue.enabled=maybe")

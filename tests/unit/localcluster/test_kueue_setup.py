@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from localcluster import kueue, kueuebin
+from localcluster import kueue, kueuebin, multikueue
+from shared import quantity
 
 
 def test_configuration_lists_vcjob_among_the_external_frameworks(tmp_path: Path) -> None:
@@ -37,3 +38,74 @@ def test_crds_come_from_the_module_with_conversion_on_loopback() -> None:
     conversion = crds["workloads.kueue.x-k8s.io"]["spec"]["conversion"]
     assert conversion["strategy"] == "Webhook"
     assert conversion["webhook"]["clientConfig"] == {"url": "https://127.0.0.1:4321/convert"}
+
+
+def test_a_multikueue_manager_lists_vcjob_among_multikueues_external_frameworks(
+    tmp_path: Path,
+) -> None:
+    section = multikueue.configuration_section("15s")
+    config = kueue.configuration(
+        health_port=1, webhook_port=2, cert_dir=tmp_path, multikueue=section
+    )
+    assert config["multiKueue"] == {
+        "externalFrameworks": [{"name": "Job.v1alpha1.batch.volcano.sh"}],
+        "workerLostTimeout": "15s",
+    }
+    assert "workerLostTimeout" not in multikueue.configuration_section(None)
+    plain = kueue.configuration(health_port=1, webhook_port=2, cert_dir=tmp_path)
+    assert "multiKueue" not in plain
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("w1", "expected NAME=DIR"),
+        ("w1=", "expected NAME=DIR"),
+        ("W_1=/x", "DNS label"),
+        ("-w=/x", "DNS label"),
+    ],
+)
+def test_a_bad_worker_says_what_is_wrong(text: str, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        multikueue.parse_worker(text)
+
+
+def test_worker_names_must_differ() -> None:
+    workers = [multikueue.parse_worker("w=/a"), multikueue.parse_worker("w=/b")]
+    with pytest.raises(ValueError, match="must differ: w"):
+        multikueue.check_workers(workers)
+
+
+def test_the_manager_objects_chain_clusters_config_check_and_queue() -> None:
+    workers = [multikueue.parse_worker("w1=/a"), multikueue.parse_worker("w2=/b")]
+    objects = {
+        (obj["kind"], obj["metadata"]["name"]): obj
+        for _, obj in multikueue.manager_objects(workers)
+    }
+    cluster = objects[("MultiKueueCluster", "w1")]
+    assert cluster["spec"]["clusterSource"]["kubeConfig"] == {
+        "locationType": "Secret",
+        "location": "multikueue-w1",
+    }
+    assert objects[("MultiKueueConfig", "vcjob-multikueue")]["spec"]["clusters"] == ["w1", "w2"]
+    check = objects[("AdmissionCheck", "vcjob-multikueue")]["spec"]
+    assert check["controllerName"] == "kueue.x-k8s.io/multikueue"
+    assert check["parameters"]["name"] == "vcjob-multikueue"
+    queue = objects[("ClusterQueue", "multikueue")]["spec"]
+    assert queue["admissionChecksStrategy"] == {"admissionChecks": [{"name": "vcjob-multikueue"}]}
+    assert objects[("LocalQueue", "multikueue")]["metadata"]["namespace"] == "default"
+    secret = multikueue.kubeconfig_secret(workers[0], "apiVersion: v1\n")
+    assert secret["metadata"] == {"name": "multikueue-w1", "namespace": "kueue-system"}
+    assert secret["stringData"] == {"kubeconfig": "apiVersion: v1\n"}
+
+
+def test_a_workers_quota_is_its_nodes_allocatable_cpu_and_memory() -> None:
+    nodes = [
+        {"status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}},
+        {"status": {"allocatable": {"cpu": "500m", "memory": "1Gi"}}},
+    ]
+    quota = multikueue.nodes_quota(nodes)
+    assert set(quota) == {"cpu", "memory"}
+    assert quantity.parse(quota["cpu"]) == quantity.parse("8500m")
+    assert quantity.parse(quota["memory"]) == quantity.parse("33Gi")
+    assert multikueue.queue_objects(quota)[1][1]["spec"].get("admissionChecksStrategy") is None

@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from vcctl.why import WhyFacts, explain, job_reason, missing_pod_group, unblock_hint
+from vcctl.why import (
+    WhyFacts,
+    clusters_to_ask,
+    explain,
+    job_reason,
+    missing_pod_group,
+    unblock_hint,
+)
 
 
 def job(phase: str, reason: str | None = None, message: str = "", **status: Any) -> dict[str, Any]:
@@ -300,3 +307,98 @@ def test_a_composite_gang_shows_each_tasks_verdict() -> None:
         "0/2 nodes are available: 2 Insufficient cpu.",
     ]
     assert lines[-1].startswith("To unblock: free or add capacity")
+
+
+def dispatched(**status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "mk", "namespace": "ns", "uid": "u2"},
+        "spec": {"managedBy": "kueue.x-k8s.io/multikueue", "maxRetry": 3},
+        "status": status,
+    }
+
+
+def mk_workload(*conditions: tuple[str, str, str], **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "job-mk-12345"},
+        "status": {
+            "conditions": [{"type": t, "status": s, "message": m} for t, s, m in conditions],
+            **status,
+        },
+    }
+
+
+RESERVED = ("QuotaReserved", "True", "Quota reserved in ClusterQueue multikueue")
+
+
+@pytest.mark.parametrize(
+    ("case", "workload", "workers", "expected", "hint"),
+    [
+        (
+            "running on a worker",
+            mk_workload(RESERVED, ("Admitted", "True", ""), clusterName="w1"),
+            {"w1": mk_workload(RESERVED, ("Admitted", "True", ""))},
+            ["MultiKueue: runs on worker cluster w1", "  w1: admitted"],
+            None,
+        ),
+        (
+            "no worker has room",
+            mk_workload(RESERVED, nominatedClusterNames=["w1", "w2"]),
+            {
+                "w1": mk_workload(("QuotaReserved", "False", "insufficient quota for cpu")),
+                "w2": "cannot read its kubeconfig: 403 Forbidden",
+            },
+            [
+                "MultiKueue: no worker cluster has admitted it (offered to w1, w2)",
+                "  w1: insufficient quota for cpu",
+                "  w2: cannot read its kubeconfig: 403 Forbidden",
+            ],
+            "To unblock: a worker cluster's ClusterQueue must have room for the job",
+        ),
+        (
+            "no room on the manager",
+            mk_workload(("QuotaReserved", "False", "insufficient quota in multikueue")),
+            {},
+            ["MultiKueue: waits in the manager's ClusterQueue: insufficient quota in multikueue"],
+            "To unblock: the manager's ClusterQueue must have room for the job",
+        ),
+        (
+            "finished",
+            mk_workload(RESERVED, ("Finished", "True", "the job is Completed"), clusterName="w2"),
+            {},
+            ["MultiKueue: finished on worker cluster w2 (the job is Completed)"],
+            None,
+        ),
+        (
+            "no Workload",
+            None,
+            {},
+            ["MultiKueue: the job has no Workload yet"],
+            "To unblock: check that vcjob's controller runs on this (the manager) cluster",
+        ),
+    ],
+)
+def test_a_job_multikueue_dispatches_is_explained_by_its_workloads(
+    case: str,
+    workload: dict[str, Any] | None,
+    workers: dict[str, Any],
+    expected: list[str],
+    hint: str | None,
+) -> None:
+    text = explain(WhyFacts(dispatched(), workload=workload, worker_workloads=workers))
+    for line in expected:
+        assert line in text, (case, text)
+    assert text.splitlines()[0] == "Job ns/mk: not dispatched yet"
+    # The PodGroup and the Queue live on the worker.
+    assert not any(line.startswith(("PodGroup", "Queue")) for line in text.splitlines())
+    if hint is None:
+        assert "To unblock" not in text
+    else:
+        assert hint in text
+
+
+def test_the_workers_asked_are_the_one_running_it_else_those_offered_it() -> None:
+    assert clusters_to_ask(mk_workload(RESERVED, clusterName="w1")) == ["w1"]
+    offered = mk_workload(RESERVED, nominatedClusterNames=["w1", "w2"])
+    assert clusters_to_ask(offered) == ["w1", "w2"]
+    finished = mk_workload(("Finished", "True", ""), clusterName="w1")
+    assert clusters_to_ask(finished) == []  # MultiKueue removed the copies
