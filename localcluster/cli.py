@@ -292,6 +292,10 @@ def up_command(
     as soon as kube-apiserver answers; the ports, pids and log files of every component are in
     DIR/local.json once everything is ready.
     """
+    if bare and multikueue_workers:
+        raise click.UsageError(
+            "--bare starts no Kueue: a MultiKueue manager (--multikueue-worker) needs one"
+        )
     configure_logging(fmt=log_format)
     options = UpOptions(
         dir=directory,

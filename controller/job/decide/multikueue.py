@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from controller.job.decide import kueue
+from controller.job.decide import kueue, ttl
 from controller.job.decide import status as status_mod
 from controller.job.decide.model import Plan
 from shared import labels
@@ -49,8 +49,9 @@ def plan_dispatched(
     priority_values: Mapping[str, int],
     now: datetime,
 ) -> Plan:
-    """The manager's whole plan for a dispatched job: Kueue's steps, nothing else. No pod runs
-    here, so an eviction is carried out as soon as the job is suspended."""
+    """The manager's whole plan for a dispatched job: Kueue's steps and, once the mirrored
+    status says it finished, its ttlSecondsAfterFinished. No pod runs here, so an eviction is
+    carried out as soon as the job is suspended."""
     steps = _kueue_steps(job, workload, priority_values, now)
     plan = Plan()
     if steps.create_workload is not None:
@@ -66,7 +67,26 @@ def plan_dispatched(
         plan.workload_status = _kueue_steps(
             suspended, workload, priority_values, now
         ).workload_status
+    _apply_ttl(job, plan, now)
     return plan
+
+
+def _apply_ttl(job: Mapping[str, Any], plan: Plan, now: datetime) -> None:
+    """A finished job's TTL runs from its terminal phase as mirrored from its worker (the copy
+    there is gone by then: MultiKueue removes it once the Workload finished)."""
+    if mirrored_outcome(job) is None:
+        return
+    state = (job.get("status") or {}).get("state") or {}
+    ttl_seconds = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+    outcome = ttl.ttl_outcome(
+        ttl_seconds if isinstance(ttl_seconds, int) else None,
+        status_mod.parse_time(state.get("lastTransitionTime")),
+        now,
+    )
+    if outcome is None:
+        return
+    plan.delete_job = outcome.delete
+    plan.requeue_after = outcome.wait
 
 
 def _kueue_steps(
@@ -88,5 +108,7 @@ def _kueue_steps(
     )
 
 
-def plan_is_empty(plan: Plan) -> bool:
-    return not (plan.create or plan.job_spec_patch or plan.workload_status is not None)
+def writes_nothing(plan: Plan) -> bool:
+    return not (
+        plan.create or plan.job_spec_patch or plan.workload_status is not None or plan.delete_job
+    )

@@ -437,7 +437,7 @@ class Controller:
             if multikueue.dispatched(job) and self._plan_settings.kueue:
                 # Kueue's side of it stays ours (its Workload, suspend): MultiKueue's contract.
                 # What was written is looked at again at once, as for any other job.
-                return None, self._sync_dispatched(job, view.workloads)
+                return self._sync_dispatched(job, view.workloads)
             return None, False
         if job is None or job["metadata"].get("deletionTimestamp"):
             # Deleted: the garbage collector removes the children through ownerReferences.
@@ -495,20 +495,23 @@ class Controller:
         # once (the watch echo of our own status write does not enqueue the job again).
         return plan.requeue_after, follow_up_needed(job, plan, result.objects_written)
 
-    def _sync_dispatched(self, job: WireObject, workloads: list[WireObject]) -> bool:
-        """Kueue's steps for a job MultiKueue dispatches; whether anything was written."""
+    def _sync_dispatched(
+        self, job: WireObject, workloads: list[WireObject]
+    ) -> tuple[timedelta | None, bool]:
+        """Kueue's steps for a job MultiKueue dispatches: when to look again, and whether
+        anything was written."""
         meta = job["metadata"]
         if meta.get("deletionTimestamp"):
-            return False
+            return None, False
         workload = next((w for w in workloads if kueue.is_controlled_by(w, job)), None)
         plan = multikueue.plan_dispatched(
             job, workload, priority_values=self.cache.priority_values(), now=self.clock.now()
         )
-        if multikueue.plan_is_empty(plan):
-            return False
+        if multikueue.writes_nothing(plan):
+            return plan.requeue_after, False
         plan.guard_uid = str(meta.get("uid") or "")
         self.applier.apply(job, plan)
-        return True
+        return plan.requeue_after, not plan.delete_job
 
     def _prebuilt_workload(self, job: WireObject) -> WireObject | None:
         """The Workload MultiKueue made for a copy on this worker cluster, as cached."""

@@ -102,7 +102,10 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
                 f"MultiKueueCluster {name} connected",
                 timeout=WAIT,
             )
-        yield Clusters(manager, workers)
+        running = Clusters(manager, workers)
+        RUNNING.append(running)
+        yield running
+        RUNNING.remove(running)
 
 
 def _true(obj: dict[str, Any] | None, type_: str) -> bool:
@@ -214,8 +217,41 @@ def why(clusters: Clusters, name: str) -> str:
     return shown.stdout
 
 
+# The clusters of the running module, for the state a failed wait reports.
+RUNNING: list[Clusters] = []
+
+
+def state_of(clusters: Clusters) -> str:
+    """Each cluster's Jobs and Workloads, their conditions: what a timed-out wait saw."""
+    lines: list[str] = []
+    named = {"manager": clusters.manager, **clusters.workers}
+    for name, cluster in named.items():
+        if cluster.process.poll() is not None:
+            lines.append(f"{name}: stopped")
+            continue
+        for kind in ("vcjob", "workloads.kueue.x-k8s.io"):
+            for obj in (get(cluster, kind) or {}).get("items") or []:
+                st, spec = obj.get("status") or {}, obj["spec"]
+                conditions = ", ".join(
+                    f"{c.get('type') or c.get('status')}={c.get('status')}({c.get('reason')})"
+                    for c in st.get("conditions") or []
+                )
+                phase_ = (st.get("state") or {}).get("phase")
+                lines.append(
+                    f"{name} {kind} {obj['metadata']['name']}: suspend={spec.get('suspend')} "
+                    f"active={spec.get('active')} phase={phase_} cluster={st.get('clusterName')} "
+                    f"checks={st.get('admissionChecks')} {conditions}"
+                )
+    return "\n".join(lines)
+
+
 def wait_until(what: str, check: Any, timeout: float = WAIT) -> Any:
-    return testing.wait_for(check, bool, what, timeout=timeout)
+    try:
+        return testing.wait_for(check, bool, what, timeout=timeout)
+    except AssertionError as failed:
+        if not RUNNING:
+            raise
+        raise AssertionError(f"{failed}\n{state_of(RUNNING[0])}") from None
 
 
 def test_two_jobs_land_on_the_two_workers_and_complete_with_their_status_mirrored(
@@ -288,6 +324,18 @@ def test_deleting_the_job_on_the_manager_removes_it_from_its_worker(clusters: Cl
     )
 
 
+def test_a_finished_jobs_ttl_deletes_it_on_the_manager(clusters: Clusters) -> None:
+    body = json.loads(manifest("short-lived", runtime="3s"))
+    body["spec"]["ttlSecondsAfterFinished"] = 3
+    submit(clusters, json.dumps(body))
+    wait_until(
+        "short-lived gone from the manager",
+        lambda: get(clusters.manager, "vcjob", "short-lived") is None,
+    )
+    for worker in clusters.workers.values():
+        assert get(worker, "vcjob", "short-lived") is None
+
+
 def local_job(name: str, *, priority_class: str | None = None) -> str:
     """A Job of a worker's own (not dispatched) taking the worker's whole quota."""
     body = json.loads(manifest(name))
@@ -335,7 +383,6 @@ def test_a_job_preempted_on_its_worker_runs_again_on_the_other_with_its_retries_
     )  # fmt: skip
     wait_until("urgent runs on w1", lambda: running_pods(w1, "urgent") == 2)
     wait_until("the manager took preempted back", lambda: waits_unplaced(clusters, "preempted"))
-    wait_until("preempted's copy gone from w1", lambda: get(w1, "vcjob", "preempted") is None)
     unblock(clusters.workers["w2"], "blocker")
     wait_until(
         "preempted runs again on w2",
@@ -349,6 +396,8 @@ def test_a_job_preempted_on_its_worker_runs_again_on_the_other_with_its_retries_
         lambda: status(clusters.manager, "preempted").get("startTime") not in (None, started),
     )
     assert status(clusters.manager, "preempted")["retryCount"] == 0
+    # Only the copy that runs is left: w1's (evicted there) went when w2 admitted it.
+    wait_until("preempted's copy gone from w1", lambda: get(w1, "vcjob", "preempted") is None)
     unblock(w1, "urgent")
     clusters.manager.kubectl("delete", "vcjob", "preempted", "-n", NAMESPACE, "--wait=false")
     wait_until(

@@ -119,7 +119,35 @@ def test_a_mirrored_completion_finishes_the_workload() -> None:
 
 
 def test_a_finished_job_whose_workload_is_gone_is_not_dispatched_again() -> None:
-    assert multikueue.plan_is_empty(plan(dispatched("Completed"), None))
+    assert multikueue.writes_nothing(plan(dispatched("Completed"), None))
+
+
+def finished_at(phase: str, seconds_ago: int, ttl: int | None) -> dict[str, Any]:
+    built = dispatched(phase, suspend=False)
+    when = (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    built["status"]["state"]["lastTransitionTime"] = when
+    if ttl is not None:
+        built["spec"]["ttlSecondsAfterFinished"] = ttl
+    return built
+
+
+FINISHED = (("QuotaReserved", "True"), ("Admitted", "True"), ("Finished", "True"))
+
+
+@pytest.mark.parametrize(
+    ("case", "job_", "delete", "requeue"),
+    [
+        ("no TTL", finished_at("Completed", 100, None), False, None),
+        ("TTL not yet over", finished_at("Completed", 40, 60), False, timedelta(seconds=20)),
+        ("TTL over", finished_at("Failed", 61, 60), True, None),
+        ("still running: no TTL yet", dispatched("Running", suspend=False), False, None),
+    ],
+)
+def test_a_dispatched_jobs_ttl_runs_from_its_mirrored_finish(
+    case: str, job_: dict[str, Any], delete: bool, requeue: timedelta | None
+) -> None:
+    made = plan(job_, workload(*FINISHED))
+    assert (made.delete_job, made.requeue_after) == (delete, requeue), case
 
 
 def kueue_steps(job_: dict[str, Any], wl: dict[str, Any] | None) -> kueue.KueueSteps:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from localcluster import banner, clusterdir, up
+from localcluster import banner, clusterdir, multikueue, up
 from localcluster.cli import local_group
 from localcluster.clusterdir import StartupError
 from localcluster.options import UpOptions
@@ -82,6 +82,10 @@ def test_an_empty_crds_dir_warns(tmp_path: Path) -> None:
         (["--elastic-period", "0s"], "'0s' must be longer than 0s"),
         (["--elastic-period", "soon"], "--elastic-period"),
         (["--crds-dir", "/nonexistent/crds"], "/nonexistent/crds is not a folder"),
+        (["--multikueue-worker", "w1"], "expected NAME=DIR"),
+        (["--multikueue-worker", "w=/a", "--multikueue-worker", "w=/b"], "must differ: w"),
+        (["--multikueue-worker-lost-timeout", "0s"], "'0s' must be longer than 0s"),
+        (["--bare", "--multikueue-worker", "w=/a"], "--bare starts no Kueue"),
     ],
 )
 def test_bad_flags_are_usage_errors(args: list[str], message: str, tmp_path: Path) -> None:
@@ -89,6 +93,18 @@ def test_bad_flags_are_usage_errors(args: list[str], message: str, tmp_path: Pat
     assert result.exit_code == 2
     assert message in result.output
     assert not (tmp_path / clusterdir.LOCK_FILE).exists()
+
+
+def test_a_multikueue_worker_must_be_running_before_the_manager_starts(tmp_path: Path) -> None:
+    worker = multikueue.parse_worker(f"w1={tmp_path / 'w1'}")
+    options = UpOptions(dir=tmp_path / "m", port=0, kueue=True, multikueue_workers=(worker,))
+    plane = LocalControlPlane(options, echo=lambda _: None)
+    try:
+        with pytest.raises(StartupError, match=r"MultiKueue worker w1: no kubeconfig at .*w1/kube"):
+            plane.start()
+    finally:
+        plane.shutdown()
+    assert not (tmp_path / "m" / clusterdir.KUBECONFIG_FILE).exists()
 
 
 def test_the_banner_says_how_to_reach_the_pinned_kubectl(
