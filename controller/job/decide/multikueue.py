@@ -21,8 +21,6 @@ from shared import labels
 from shared.models import JobPhase
 
 MANAGED_BY: Final = labels.MANAGED_BY_MULTIKUEUE
-# Kueue's admission check controller of MultiKueue, as the AdmissionCheck names it.
-CONTROLLER_NAME: Final = labels.MANAGED_BY_MULTIKUEUE
 
 
 def dispatched(job: Mapping[str, Any]) -> bool:
