@@ -7,8 +7,9 @@ by a MultiKueueCluster; a MultiKueueConfig lists them, an AdmissionCheck of Mult
 controller names it, and the ClusterQueue `multikueue` carries that check. On every cluster, the
 ResourceFlavor, ClusterQueue and LocalQueue (namespace `default`) are called `multikueue`: the
 manager's quota only lets Jobs through to MultiKueue, a worker's is its nodes' allocatable cpu and
-memory (existing queues of that name are left as they are). docs/multikueue.md does the same
-on real clusters. Pure builders; `localcluster.up` writes them.
+memory (existing queues of that name are left as they are; the rest is written afresh at every
+start). docs/multikueue.md does the same on real clusters. Pure builders; `localcluster.up` writes
+them.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ LOCAL_QUEUES: Final = Resource("kueue.x-k8s.io", "v1beta2", "localqueues", True)
 ADMISSION_CHECKS: Final = Resource("kueue.x-k8s.io", "v1beta2", "admissionchecks", False)
 MULTIKUEUE_CLUSTERS: Final = Resource("kueue.x-k8s.io", "v1beta2", "multikueueclusters", False)
 MULTIKUEUE_CONFIGS: Final = Resource("kueue.x-k8s.io", "v1beta2", "multikueueconfigs", False)
+# The queues: created where missing, never overwritten (their quotas are the user's to change).
+QUEUE_RESOURCES: Final = (RESOURCE_FLAVORS, CLUSTER_QUEUES, LOCAL_QUEUES)
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 

@@ -529,21 +529,23 @@ class LocalControlPlane:
         return multikueue.configuration_section(self.options.multikueue_worker_lost_timeout)
 
     def _configure_multikueue(self, client: KubeClient) -> None:
-        """The manager's MultiKueue objects, and a `multikueue` queue on every worker that has
-        none (its quota: the worker's nodes)."""
+        """The manager's MultiKueue objects, written as they are now (a kept --data-dir may hold
+        a worker's old address), and a `multikueue` queue on every cluster that has none (its
+        quota on a worker: the worker's nodes; an existing queue is the user's)."""
         workers = self.options.multikueue_workers
         for worker in workers:
-            _create_if_absent(
-                client,
-                SECRETS,
-                multikueue.kubeconfig_secret(worker, worker.kubeconfig.read_text()),
+            client.apply(
+                SECRETS, multikueue.kubeconfig_secret(worker, worker.kubeconfig.read_text())
             )
             with KubeClient(worker.kubeconfig) as remote:
                 quota = multikueue.nodes_quota(remote.list(NODES).get("items") or [])
                 for resource, obj in multikueue.queue_objects(quota):
                     _create_if_absent(remote, resource, obj)
         for resource, obj in multikueue.manager_objects(workers):
-            _create_if_absent(client, resource, obj)
+            if resource in multikueue.QUEUE_RESOURCES:
+                _create_if_absent(client, resource, obj)
+            else:
+                client.apply(resource, obj)
         self._echo(
             "MultiKueue manager of "
             + ", ".join(f"{w.name} ({w.dir})" for w in workers)

@@ -7,7 +7,7 @@ wrote, which is all it takes to tell.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from controller.job.decide.status import parse_time
@@ -16,8 +16,6 @@ STATUS_SUBRESOURCE = "status"
 # kube-apiserver names a writer by its User-Agent up to the first "/": vcjob's controller sends
 # `vcjob-controller/<version> (python)`.
 OWN_MANAGER = "vcjob-controller"
-# Managed fields and creation times are kept to the second.
-CLOCK_RESOLUTION = timedelta(seconds=1)
 # The Event reason a Job gets, once per writer.
 REASON = "AnotherControllerWrites"
 
@@ -26,16 +24,17 @@ def status_writers_since(
     job: Mapping[str, Any], own_managers: Collection[str], since: datetime
 ) -> tuple[str, ...]:
     """The field managers other than vcjob's own that wrote the Job's status at or after
-    `since` (the controller's start), sorted. Entries no later than the Job's creation came in
-    with the Job (a copy made with its managedFields, as MultiKueue makes on a worker cluster):
-    nobody wrote them to this Job."""
+    `since` (the controller's start), sorted. Entries older than the Job came in with it (a copy
+    created with its original's managedFields, as MultiKueue makes on a worker cluster): nobody
+    wrote them to this Job. Times are kept to the second, so a write in the Job's first second
+    counts."""
     metadata = job.get("metadata")
     entries = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
     created = (
         parse_time(metadata.get("creationTimestamp")) if isinstance(metadata, Mapping) else None
     )
     if created is not None:
-        since = max(since, created + CLOCK_RESOLUTION)
+        since = max(since, created)
     found: set[str] = set()
     for entry in entries if isinstance(entries, list) else []:
         if not isinstance(entry, Mapping) or entry.get("subresource") != STATUS_SUBRESOURCE:

@@ -56,9 +56,9 @@ def test_status_writers_since(
 @pytest.mark.parametrize(
     ("written", "created", "expected"),
     [
-        (40, 40, ()),  # carried in by the copy's create (MultiKueue on a worker cluster)
-        (30, 40, ()),
-        (41, 40, ("kueue",)),  # written to this Job after its creation
+        (30, 40, ()),  # carried in by the copy's create (MultiKueue on a worker cluster)
+        (40, 40, ("kueue",)),  # written in the Job's first second
+        (41, 40, ("kueue",)),
     ],
 )
 def test_status_writes_that_came_with_a_copy_do_not_count(
