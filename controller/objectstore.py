@@ -3,7 +3,9 @@ controllers.
 
 It keeps the objects as wire dicts keyed by `namespace/name` (or `name` when cluster-scoped) and
 calls `on_change(old, new)` for every add, update and delete (the other one None), so the owner
-can map an event to the keys it must sync. Listing, watching, bookmarks and the `410 Gone`
+can map an event to the keys it must sync. With `keep`, only the objects it accepts are held and
+reported (one that stops being accepted is reported as deleted): a controller that owns a few of
+many Jobs does not hold a second copy of every Job. Listing, watching, bookmarks and the `410 Gone`
 re-list are the reflector's (`kubeio.informer`), as for every other watch of the controller.
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 from kubeio.client import Resource
 from kubeio.informer import Reflector, WatchSpec
 from kubeio.kubelike import KubeLike
+from kubeio.managedfields import drop_field_sets
 from shared.objectkeys import object_key
 
 WireObject = dict[str, Any]
@@ -35,9 +38,11 @@ class Informer:
         *,
         timeout_seconds: int = 300,
         label_selector: str | None = None,
+        keep: Callable[[WireObject], bool] | None = None,
     ) -> None:
         self._resource = resource
         self._on_change = on_change
+        self._keep = keep
         self._lock = threading.Lock()
         self._store: dict[str, WireObject] = {}
         # The owner enqueues from `on_change`; the reflector's own key hand-off is not used.
@@ -71,6 +76,9 @@ class Informer:
     def put(self, obj: WireObject) -> None:
         """Store an object this process has just written (newer than the watch may be)."""
         obj.setdefault("kind", self._resource.kind)
+        drop_field_sets(obj)
+        if not self._kept(obj):
+            return
         with self._lock:
             self._store[key_of(obj)] = obj
 
@@ -79,8 +87,11 @@ class Informer:
 
     # -- kubeio.informer.Store ----------------------------------------------------------------
 
+    def _kept(self, obj: WireObject) -> bool:
+        return self._keep is None or self._keep(obj)
+
     def replace_all(self, kind: str, items: Iterable[WireObject]) -> set[str]:
-        fresh = {key_of(i): i for i in items}
+        fresh = {key_of(i): i for i in items if self._kept(i)}
         for obj in fresh.values():
             obj.setdefault("kind", kind)
         with self._lock:
@@ -96,16 +107,20 @@ class Informer:
     def upsert(self, kind: str, obj: WireObject) -> str | None:
         obj.setdefault("kind", kind)
         key = key_of(obj)
+        kept = self._kept(obj)
         with self._lock:
-            old = self._store.get(key)
-            self._store[key] = obj
-        self._on_change(old, obj)
+            old = self._store.get(key) if kept else self._store.pop(key, None)
+            if kept:
+                self._store[key] = obj
+        if kept or old is not None:
+            self._on_change(old, obj if kept else None)
         return None
 
     def remove(self, kind: str, obj: WireObject) -> str | None:
         with self._lock:
             old = self._store.pop(key_of(obj), None)
-        self._on_change(old if old is not None else obj, None)
+        if old is not None or self._kept(obj):
+            self._on_change(old if old is not None else obj, None)
         return None
 
 

@@ -37,6 +37,7 @@ from kubeio.errors import (
     PermanentError,
     TransientError,
 )
+from kubeio.managedfields import without_managed_fields
 from shared import jsoncodec
 
 WireObject = dict[str, Any]
@@ -568,18 +569,23 @@ class Kube:
         except NotFoundError:
             return None
 
+    # Writes leave managedFields to the server: the caches keep them without their field sets.
+
     def create(self, res: Resource, namespace: str | None, body: WireObject) -> WireObject:
-        result: WireObject = self.request("POST", res.path(namespace), body=body)
+        sent = without_managed_fields(body)
+        result: WireObject = self.request("POST", res.path(namespace), body=sent)
         return result
 
     def replace(self, res: Resource, namespace: str | None, body: WireObject) -> WireObject:
         name = body["metadata"]["name"]
-        result: WireObject = self.request("PUT", res.path(namespace, name), body=body)
+        sent = without_managed_fields(body)
+        result: WireObject = self.request("PUT", res.path(namespace, name), body=sent)
         return result
 
     def replace_status(self, res: Resource, namespace: str, body: WireObject) -> WireObject:
         name = body["metadata"]["name"]
-        result: WireObject = self.request("PUT", res.path(namespace, name, "status"), body=body)
+        sent = without_managed_fields(body)
+        result: WireObject = self.request("PUT", res.path(namespace, name, "status"), body=sent)
         return result
 
     def merge_patch(

@@ -4,6 +4,7 @@ Each resource gets one thread: list (paged), store, then watch from the list's r
 following bookmarks; a `410 Gone` (as an ERROR event or a status) re-lists; a dropped stream
 resumes from the last resourceVersion; other errors back off and retry. A resource the server
 does not serve (404 on list) counts as synced and empty, and is re-checked now and then.
+Objects are stored without their managedFields' field sets (`kubeio.managedfields`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 from kubeio.client import Resource
 from kubeio.errors import KubeError, NotFoundError
 from kubeio.kubelike import KubeLike
+from kubeio.managedfields import drop_field_sets
 
 # Jitter has its own generator: background threads must not move the global `random`
 # state that seeded code (and Hypothesis) relies on.
@@ -179,6 +181,7 @@ class Reflector:
         kind = self.kind
         for item in items:
             item.setdefault("kind", self._spec.resource.kind)
+            drop_field_sets(item)
         touched = self._cache.replace_all(kind, items)
         self.relists += 1
         self._served.set()
@@ -216,6 +219,7 @@ class Reflector:
                     self._resource_version = str(new_version)
                 continue
             obj.setdefault("kind", self._spec.resource.kind)
+            drop_field_sets(obj)
             if kind_of_event in ("ADDED", "MODIFIED"):
                 job_key = self._cache.upsert(kind, obj)
             elif kind_of_event == "DELETED":

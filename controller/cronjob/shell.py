@@ -91,7 +91,10 @@ class CronJobController(KeyWorkers):
         self.clock: Clock = clock or RealClock()
         self.default_zone = default_zone or local_zone()
         self.cronjobs = Informer(kube, CRONJOBS, self._on_cronjob, self._stop)
-        self.jobs = Informer(kube, JOBS, self._on_job, self._stop)
+        # Only the Jobs a CronJob controls: not a second copy of every Job.
+        self.jobs = Informer(
+            kube, JOBS, self._on_job, self._stop, keep=lambda job: controller_of(job) is not None
+        )
 
     # --- events -> keys --------------------------------------------------------------------
 

@@ -85,6 +85,11 @@ def podgroup_name(pod: Mapping[str, Any]) -> str:
     return f"{PODGROUP_PREFIX}{uid or ''}"
 
 
+def is_workload_group(podgroup: Mapping[str, Any]) -> bool:
+    """A PodGroup this controller names (`podgroup-<uid>`), not a Volcano Job's."""
+    return str((podgroup.get("metadata") or {}).get("name") or "").startswith(PODGROUP_PREFIX)
+
+
 def podgroup_name_of_owner(owner: Mapping[str, Any]) -> str:
     return f"{PODGROUP_PREFIX}{(owner.get('metadata') or {}).get('uid') or ''}"
 

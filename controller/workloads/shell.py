@@ -14,6 +14,7 @@ from controller.workloads.decide import (
     ANNOTATED_OWNER_KINDS,
     GROUP_NAME_ANNOTATION,
     PodGroupPlan,
+    is_workload_group,
     needs_podgroup,
     plan_for_owner,
     plan_for_pod,
@@ -69,7 +70,8 @@ class PodGroupController(KeyWorkers):
         # Read for their annotations only.
         self.daemonsets = Informer(kube, DAEMONSETS, _ignore, self._stop)
         self.batch_jobs = Informer(kube, BATCH_JOBS, _ignore, self._stop)
-        self.podgroups = Informer(kube, PODGROUPS, _ignore, self._stop)
+        # Only the groups this controller names (`podgroup-<uid>`): not a copy of every Job's.
+        self.podgroups = Informer(kube, PODGROUPS, _ignore, self._stop, keep=is_workload_group)
         self._owners = {
             "ReplicaSet": self.replicasets,
             "StatefulSet": self.statefulsets,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.job.decide.model import PodEdge
+from kubeio.managedfields import drop_field_sets
 from shared import objectkeys
 from shared.labels import JOB_NAME_KEY, OUT_OF_SYNC_KEY
 from shared.objectkeys import object_key
@@ -207,7 +208,7 @@ class Cache:
     def store_written(self, kind: str, obj: WireObject) -> None:
         """Read-your-writes: keep the object a write returned if it is at least as new."""
         if kind in KINDS and obj.get("metadata"):
-            self.upsert(kind, obj)
+            self.upsert(kind, drop_field_sets(obj))
 
     def forget_deleted(self, kind: str, namespace: str, name: str) -> None:
         """Read-your-deletes: an object our own DELETE removed is gone before the watch says so,

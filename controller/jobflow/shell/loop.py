@@ -56,6 +56,11 @@ def template_of(job: WireObject) -> str | None:
     return objectkeys.key(namespace, name)
 
 
+def made_by_flow(job: WireObject) -> bool:
+    """The Jobs this controller follows: a JobFlow's, or made from a JobTemplate."""
+    return flow_of(job) is not None or template_of(job) is not None
+
+
 def _meta(obj: WireObject) -> dict[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, dict) else {}
@@ -79,7 +84,8 @@ class JobFlowController(KeyWorkers):
         self.clock: Clock = clock or RealClock()
         self.flows = Informer(kube, JOBFLOWS, self._on_flow, self._stop)
         self.templates = Informer(kube, JOBTEMPLATES, self._on_template, self._stop)
-        self.jobs = Informer(kube, JOBS, self._on_job, self._stop)
+        # Only the Jobs of a flow or a template: not a third copy of every Job.
+        self.jobs = Informer(kube, JOBS, self._on_job, self._stop, keep=made_by_flow)
 
     # --- events -> keys --------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from controller.workloads.decide import (
     OwnerPlan,
     build_podgroup,
     in_own_group,
+    is_workload_group,
     min_member,
     needs_podgroup,
     plan_for_owner,
@@ -259,3 +260,16 @@ def test_owner_changes(
     what: str, owner: dict[str, Any], pods: list[dict[str, Any]], expected: OwnerPlan
 ) -> None:
     assert plan_for_owner(owner, pods, {"volcano"}) == expected
+
+
+GROUPS = [
+    ("named by this controller", "podgroup-0f3c", True),
+    ("a Volcano Job's", "tf-job-0f3c", False),
+    ("a name merely containing the prefix", "my-podgroup-0f3c", False),
+    ("no name", None, False),
+]
+
+
+@pytest.mark.parametrize(("what", "name", "expected"), GROUPS, ids=[r[0] for r in GROUPS])
+def test_which_podgroups_are_this_controllers(what: str, name: str | None, expected: bool) -> None:
+    assert is_workload_group({"metadata": {"name": name}}) is expected
