@@ -159,6 +159,12 @@ class Metrics:
             ["manager"],
             registry=r,
         )
+        self.resync_skips = Counter(
+            "vcjob_resync_skipped_jobs_total",
+            "Jobs a periodic resync left alone: nothing they depend on changed since their last "
+            "reconcile, which changed nothing.",
+            registry=r,
+        )
         self.pruned_status_fields = Gauge(
             "vcjob_job_crd_pruned_status_fields",
             "vcjob's Job status fields the installed Job CRD drops (0: none; the CRD is vcjob's).",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +123,25 @@ class JobView:
     native_pod_groups: list[WireObject] = field(default_factory=list)
     composite_pod_groups: list[WireObject] = field(default_factory=list)
 
+    def objects(self) -> Iterator[WireObject]:
+        """The Job and everything of it the view holds."""
+        if self.job is not None:
+            yield self.job
+        for group in (
+            self.pods,
+            self.pod_groups,
+            self.commands,
+            self.children,
+            self.workloads,
+            self.native_pod_groups,
+            self.composite_pod_groups,
+        ):
+            yield from group
+
+
+# The kinds every Job's reconcile reads whole (a PriorityClass's value, a flavor's taints).
+CLUSTER_WIDE_KINDS = frozenset({PRIORITY_CLASS, RESOURCE_FLAVOR})
+
 
 class Cache:
     def __init__(self) -> None:
@@ -134,6 +153,8 @@ class Cache:
         # UIDs seen deleted: a late copy of a deleted object (say, what one of our own writes
         # returned while the watch already delivered the deletion) must not bring it back.
         self._deleted_uids: OrderedDict[str, None] = OrderedDict()
+        # Bumped on every change of a cluster-wide kind.
+        self._cluster_wide_generation = 0
 
     # --- writes from watches -----------------------------------------------------------------
 
@@ -155,6 +176,8 @@ class Cache:
                 if old_job is not None and old_job != job_key:
                     self._by_job[kind][old_job].discard(key)
             store[key] = obj
+            if kind in CLUSTER_WIDE_KINDS:
+                self._cluster_wide_generation += 1
             if job_key is not None and kind != JOB:
                 self._by_job[kind][job_key].add(key)
             return job_key
@@ -164,6 +187,8 @@ class Cache:
         key = object_key(obj)
         with self._lock:
             current = self._objects[kind].pop(key, None)
+            if kind in CLUSTER_WIDE_KINDS and current is not None:
+                self._cluster_wide_generation += 1
             last = current if current is not None else obj
             uid = _uid(obj)
             if uid:
@@ -250,6 +275,11 @@ class Cache:
                 store = self._objects[kind]
                 view.children.extend(store[k] for k in self._by_job[kind].get(job_key, ()))
             return view
+
+    def cluster_wide_generation(self) -> int:
+        """Changes with every PriorityClass or ResourceFlavor stored or removed."""
+        with self._lock:
+            return self._cluster_wide_generation
 
     def get(self, kind: str, key: str) -> WireObject | None:
         with self._lock:

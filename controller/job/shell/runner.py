@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from controller.job.decide import foreignwriters, kueue, multikueue
+from controller.job.decide import foreignwriters, kueue, multikueue, resync
 from controller.job.decide.followup import follow_up_needed
 from controller.job.decide.model import Observed, Plan, PlanSettings
 from controller.job.decide.plan import reconcile as plan_reconcile
@@ -24,7 +24,7 @@ from controller.job.decide.plugins.ssh import needs_generated_key
 from controller.job.decide.suspension import managed_by_other
 from controller.job.shell.apply import CREATE_PARALLELISM, Applier, JobGoneError
 from controller.job.shell.batching import BatchingStore
-from controller.job.shell.cache import WORKLOAD, Cache
+from controller.job.shell.cache import WORKLOAD, Cache, JobView
 from controller.job.shell.failures import FailureReports
 from controller.job.shell.foreignwatch import ForeignWriterWatch
 from controller.job.shell.observe import build_observed, pvcs_to_look_up, waits_for_admission
@@ -99,6 +99,8 @@ COMPOSITE_GANG_WATCH = WatchSpec(NATIVE_COMPOSITE_PODGROUPS)
 class _Memory:
     uid: str
     data: dict[str, Any]
+    # Set when the last reconcile was a fixpoint: the resync may skip the job.
+    settled: resync.Settled | None = None
 
 
 class Controller:
@@ -347,14 +349,36 @@ class Controller:
         log.info("stopped")
 
     def _resync_loop(self) -> None:
-        """Every period, reconcile every job once, spread evenly over the period so the
-        workers see a steady trickle instead of every job at the same instant."""
+        """Every period, reconcile every job whose inputs changed since its last reconcile
+        (`decide.resync`), spread evenly over the period so the workers see a steady trickle
+        instead of every job at the same instant."""
         period = self.settings.resync_period
         while not self._watch_stop.wait(period):
-            keys = self.cache.job_keys()
+            every = self.cache.job_keys()
+            keys = [key for key in every if self.resync_replans(key, period)]
+            self.metrics.resync_skips.inc(len(every) - len(keys))
             step = period / max(1, len(keys))
             for i, key in enumerate(keys):
                 self.queue.add_after(key, i * step)
+
+    def resync_replans(self, key: str, period: float) -> bool:
+        """Whether the resync re-plans the job: not when its last reconcile was a fixpoint and
+        nothing it reads has changed since (`decide.resync`)."""
+        with self._memory_lock:
+            remembered = self._memory.get(key)
+        settled = remembered.settled if remembered is not None else None
+        if settled is None:
+            return True
+        inputs = self._inputs(self.cache.view(key))
+        return resync.replans(
+            settled, inputs, self._current_plan_settings(), self.clock.monotonic(), period
+        )
+
+    def _inputs(self, view: JobView) -> resync.Inputs:
+        """What a reconcile of the view's job reads from the cache, as versions."""
+        prebuilt = self._prebuilt_workload(view.job) if view.job is not None else None
+        objects = [*view.objects(), *([prebuilt] if prebuilt is not None else [])]
+        return resync.inputs_of(objects, self.cache.cluster_wide_generation())
 
     def _enqueue_all(self, keys: Iterable[str]) -> None:
         for key in keys:
@@ -453,6 +477,7 @@ class Controller:
         with self._memory_lock:
             remembered = self._memory.get(key)
         memory = remembered.data if remembered is not None and remembered.uid == uid else None
+        inputs = self._inputs(view)
         edges = self.cache.take_edges(key)
         try:
             looked_up = {
@@ -479,7 +504,8 @@ class Controller:
             if needs_generated_key(observed.job, observed.children, observed.memory):
                 fresh = generate_key_pair(self._plan_settings.ssh_key_type)
                 observed = replace(observed, ssh_key=fresh)
-            plan = self._reconcile(observed, self._current_plan_settings())
+            settings = self._current_plan_settings()
+            plan = self._reconcile(observed, settings)
             if plan.guard_uid is None:
                 plan.guard_uid = uid
             result = self.applier.apply(job, plan)
@@ -489,11 +515,23 @@ class Controller:
         except BaseException:
             self.cache.return_edges(key, edges)
             raise
-        with self._memory_lock:
-            self._memory[key] = _Memory(uid, plan.memory)
         # A written phase is a decision whose effects the next reconcile carries out: go on at
         # once (the watch echo of our own status write does not enqueue the job again).
-        return plan.requeue_after, follow_up_needed(job, plan, result.objects_written)
+        again = follow_up_needed(job, plan, result.objects_written)
+        settled = None
+        if not again and resync.is_fixpoint(
+            inputs,
+            self._inputs(self.cache.view(key)),
+            memory_kept=plan.memory == (memory or {}),
+            read_outside=bool(looked_up)
+            or observed.queue_looked_up
+            or observed.ssh_key is not None,
+            edges_taken=bool(edges),
+        ):
+            settled = resync.Settled(inputs, settings, self.clock.monotonic())
+        with self._memory_lock:
+            self._memory[key] = _Memory(uid, plan.memory, settled)
+        return plan.requeue_after, again
 
     def _sync_dispatched(
         self, job: WireObject, workloads: list[WireObject]

@@ -223,3 +223,66 @@ def test_a_written_phase_is_followed_up_at_once(harness: Any) -> None:
     ctl.queue.done(KEY)
     ctl.process(KEY)  # the same status again: nothing to follow up
     assert ctl.queue.get(timeout=0) is None
+
+
+def settle(ctl: Controller, planner: ScriptedPlanner) -> None:
+    """Two rounds: the first writes the status, the second finds nothing to do (a fixpoint)."""
+    ctl.process(KEY)
+    assert ctl.queue.get(timeout=0) == KEY
+    ctl.queue.done(KEY)
+    planner.plan = Plan(memory={"round": 1})  # the status is as planned: no write
+    ctl.process(KEY)
+
+
+def test_the_resync_skips_a_settled_job_until_its_inputs_change(harness: Any) -> None:
+    ctl, planner, kube = harness
+    assert ctl.resync_replans(KEY, 30.0)  # never reconciled
+    ctl.process(KEY)
+    assert ctl.resync_replans(KEY, 30.0)  # that round wrote the status
+    ctl.queue.get(timeout=0)
+    ctl.queue.done(KEY)
+    planner.plan = Plan(memory={"round": 1})
+    ctl.process(KEY)
+    assert not ctl.resync_replans(KEY, 30.0)
+    pod = kube.put(
+        PODS,
+        {
+            "metadata": {
+                "name": "j-worker-0",
+                "namespace": "ns",
+                "uid": "p1",
+                "labels": {"volcano.sh/job-name": "j"},
+            }
+        },
+    )
+    ctl.cache.upsert("Pod", pod)  # as a watch event whose enqueue went missing
+    assert ctl.resync_replans(KEY, 30.0)
+    ctl.process(KEY)
+    assert not ctl.resync_replans(KEY, 30.0)
+
+
+def test_a_cluster_wide_change_brings_settled_jobs_back(harness: Any) -> None:
+    ctl, planner, _kube = harness
+    settle(ctl, planner)
+    assert not ctl.resync_replans(KEY, 30.0)
+    ctl.cache.upsert(
+        "PriorityClass", {"metadata": {"name": "high", "uid": "pc", "resourceVersion": "7"}}
+    )
+    assert ctl.resync_replans(KEY, 30.0)
+
+
+def test_a_settled_job_is_replanned_every_ten_periods_all_the_same(harness: Any) -> None:
+    ctl, planner, _kube = harness
+    settle(ctl, planner)
+    ctl.clock.advance(9 * 30.0)  # type: ignore[attr-defined]
+    assert not ctl.resync_replans(KEY, 30.0)
+    ctl.clock.advance(30.0)  # type: ignore[attr-defined]
+    assert ctl.resync_replans(KEY, 30.0)
+
+
+def test_a_round_that_changed_its_memory_is_not_settled(harness: Any) -> None:
+    ctl, planner, _kube = harness
+    settle(ctl, planner)
+    planner.plan = Plan(memory={"round": 2})
+    ctl.process(KEY)
+    assert ctl.resync_replans(KEY, 30.0)

@@ -1,0 +1,62 @@
+"""When the periodic resync re-plans a Job.
+
+Every watch event already brings its Job to a reconcile, and every plan that depends on time asks
+for its own (`Plan.requeue_after`). What the resync adds is a second chance for a change no event
+brought, so it re-plans a Job only when what its last reconcile saw has changed since: a Job
+whose last reconcile was a fixpoint (it changed none of its own inputs and read nothing outside
+the cache) and whose inputs are the same is skipped, up to `FULL_RESYNC_PERIODS` periods. Volcano's
+controller has no periodic resync of Jobs at all; re-planning thousands of settled Jobs every
+period saturated vcjob's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from controller.job.decide.model import PlanSettings
+
+# A settled Job is re-planned at least this many resync periods apart all the same.
+FULL_RESYNC_PERIODS: Final = 10
+
+# (uid, resourceVersion) of each object a reconcile reads from the cache, and one entry for the
+# cluster-wide objects (PriorityClasses, ResourceFlavors) every Job reads.
+Inputs = frozenset[tuple[str, str]]
+CLUSTER_WIDE: Final = "cluster-wide"
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What a reconcile that changed nothing saw, and when it ran (monotonic seconds)."""
+
+    inputs: Inputs
+    settings: PlanSettings
+    at: float
+
+
+def inputs_of(objects: Iterable[Mapping[str, Any]], cluster_wide_generation: int) -> Inputs:
+    """The version of every object a reconcile of the Job reads."""
+    seen = {(CLUSTER_WIDE, str(cluster_wide_generation))}
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        seen.add((str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")))
+    return frozenset(seen)
+
+
+def is_fixpoint(
+    before: Inputs, after: Inputs, *, memory_kept: bool, read_outside: bool, edges_taken: bool
+) -> bool:
+    """A reconcile whose plan, applied, left its own inputs as it found them: planning the same
+    inputs again would decide the same. Not so when it read the API (a PVC, a Queue), generated
+    a key, consumed pod deletions or changed what it remembers."""
+    return before == after and memory_kept and not read_outside and not edges_taken
+
+
+def replans(
+    settled: Settled | None, inputs: Inputs, settings: PlanSettings, now: float, period: float
+) -> bool:
+    """Whether the resync at `now` re-plans the Job."""
+    if settled is None or settled.inputs != inputs or settled.settings != settings:
+        return True
+    return now - settled.at >= FULL_RESYNC_PERIODS * period
