@@ -10,6 +10,7 @@ import click
 import yaml
 
 from vcctl import render, why
+from vcctl.api import VolcanoApi
 from vcctl.build import build_command, build_run_job, command_refusal, parse_resources
 from vcctl.common import (
     NAME_FLAGS,
@@ -207,35 +208,42 @@ def why_command(
     try:
         target = namespace or api.namespace
         job = api.get_job(target, target_name)
-        uid = str((job.get("metadata") or {}).get("uid") or "")
-        groups = api.list_namespace_podgroups(target)
-        expected = f"{target_name}-{uid}"
-        pod_group = next((g for g in groups if g["metadata"].get("name") == expected), None)
-        native_pod_groups = api.list_native_pod_groups(target, target_name, uid)
-        native_composite = api.find_native_composite(target, expected)
-        queue = api.find_queue(str((job.get("spec") or {}).get("queue") or "default"))
-        pods = api.list_job_pods(target, target_name)
-        events = api.list_events(target)
-        workload = api.find_job_workload(target, uid)
-        workers: dict[str, why.WireObject | str] = {}
-        if workload is not None and why.dispatched_by_multikueue(job):
-            name_there = str(workload["metadata"]["name"])
-            for cluster in why.clusters_to_ask(workload):
-                workers[cluster] = api.worker_workload(cluster, target, name_there)
+        facts = (
+            _dispatched_facts(api, target, job)
+            if why.dispatched_by_multikueue(job)
+            else _local_facts(api, target, target_name, job)
+        )
     finally:
         api.close()
-    facts = why.WhyFacts(
-        job,
-        pod_group,
-        queue,
-        pods,
-        events,
-        native_pod_groups,
-        native_composite,
-        workload=workload,
-        worker_workloads=workers,
-    )
     click.echo(why.explain(facts))
+
+
+def _dispatched_facts(api: VolcanoApi, namespace: str, job: why.WireObject) -> why.WhyFacts:
+    """A job MultiKueue dispatches runs elsewhere: its Workload here and each worker's copy."""
+    uid = str((job.get("metadata") or {}).get("uid") or "")
+    workload = api.find_job_workload(namespace, uid)
+    workers: dict[str, why.WireObject | str] = {}
+    if workload is not None:
+        name_there = str(workload["metadata"]["name"])
+        for cluster in why.clusters_to_ask(workload):
+            workers[cluster] = api.worker_workload(cluster, namespace, name_there)
+    return why.WhyFacts(job, workload=workload, worker_workloads=workers)
+
+
+def _local_facts(api: VolcanoApi, namespace: str, name: str, job: why.WireObject) -> why.WhyFacts:
+    """A job that runs here: its PodGroup (Volcano's or Kubernetes' own), Queue, pods, events."""
+    uid = str((job.get("metadata") or {}).get("uid") or "")
+    expected = f"{name}-{uid}"
+    groups = api.list_namespace_podgroups(namespace)
+    return why.WhyFacts(
+        job,
+        next((g for g in groups if g["metadata"].get("name") == expected), None),
+        api.find_queue(str((job.get("spec") or {}).get("queue") or "default")),
+        api.list_job_pods(namespace, name),
+        api.list_events(namespace),
+        api.list_native_pod_groups(namespace, name, uid),
+        api.find_native_composite(namespace, expected),
+    )
 
 
 def _issue(

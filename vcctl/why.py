@@ -52,10 +52,11 @@ def clusters_to_ask(workload: Mapping[str, Any] | None) -> list[str]:
 
 
 def _condition_message(workload: Mapping[str, Any], type_: str) -> tuple[str, str]:
-    for cond in _get(workload, "status", "conditions") or []:
-        if cond.get("type") == type_:
-            return str(cond.get("status")), str(cond.get("message") or cond.get("reason") or "")
-    return "", ""
+    """The condition's status and what it says (its message, else its reason)."""
+    cond = conditions.find_condition(_get(workload, "status", "conditions"), type_)
+    if cond is None:
+        return "", ""
+    return str(cond.get("status")), str(cond.get("message") or cond.get("reason") or "")
 
 
 def multikueue_lines(
