@@ -386,9 +386,7 @@ def plan_kueue(
         if not suspended:
             steps.set_suspend = True
         elif pods_gone:
-            steps.workload_status = _with_identity(
-                workload, cleared_admission(workload, state.eviction_message, now)
-            )
+            steps.workload_status = eviction_carried_out(workload, now)
         steps.waiting_message = f"evicted by Kueue: {state.eviction_message}"
         return steps
     if state.admitted:
@@ -401,6 +399,12 @@ def plan_kueue(
     detail = state.waiting_message or "waiting for Kueue to admit the job"
     steps.waiting_message = f"queued by Kueue in LocalQueue {queue}: {detail}"
     return steps
+
+
+def eviction_carried_out(workload: Mapping[str, Any], now: str) -> WireObject:
+    """The evicted Workload, to be written, once the job is suspended and its pods are gone."""
+    message = read_workload(workload).eviction_message
+    return _with_identity(workload, cleared_admission(workload, message, now))
 
 
 def _with_identity(workload: Mapping[str, Any], status: WireObject) -> WireObject:

@@ -58,13 +58,13 @@ def plan_dispatched(
         plan.job_spec_patch = {"spec": {"suspend": steps.set_suspend}}
     plan.workload_status = steps.workload_status
     if steps.set_suspend is True and steps.workload_status is None and workload is not None:
-        # An eviction: with no pod to wait for, its admission is cleared in the same pass.
-        # Left evicted with its quota for a while, MultiKueue would take the Workload a worker
-        # reserves meanwhile for one evicted on the manager, and deactivate it there for good.
-        suspended = {**job, "spec": {**(job.get("spec") or {}), "suspend": True}}
-        plan.workload_status = _kueue_steps(
-            suspended, workload, priority_values, now
-        ).workload_status
+        state = kueue.read_workload(workload)
+        if state.evicted and state.has_admission:
+            # An eviction: with no pod to wait for, its admission is cleared in the same pass.
+            # Left evicted with its quota for a while, MultiKueue would take the Workload a
+            # worker reserves meanwhile for one evicted on the manager, and deactivate it there
+            # for good.
+            plan.workload_status = kueue.eviction_carried_out(workload, status_mod.rfc3339(now))
     _apply_ttl(job, plan, now)
     return plan
 
