@@ -21,7 +21,6 @@ docs/elastic-trace-run.json; `bench/elastic_plot.py --trace` draws docs/elastic-
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -31,26 +30,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-# bench/controller.py is named like the `controller` package: keep this folder off the import path
-# and load the sibling modules by file.
+# bench/controller.py is named like the `controller` package: this folder goes last on the import
+# path, behind the packages, and its helper modules are imported plainly.
 HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 
+import elastic_figures as figures_module  # noqa: E402
+import philly_trace  # noqa: E402
 
-def _sibling(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-figures_module = _sibling("elastic_figures")
-philly_trace = _sibling("philly_trace")
 TraceJob = philly_trace.TraceJob
 
 from localcluster.simulator.client import (  # noqa: E402
