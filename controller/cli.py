@@ -126,7 +126,10 @@ DURATION = DurationParam()
     "--burst", type=click.IntRange(min=1), default=100, help="API request burst of each client."
 )
 @click.option(
-    "--resync-period", type=DURATION, default="30s", help=(
+    "--resync-period",
+    type=DURATION,
+    default="30s",
+    help=(
         "Look at every job this often: one whose inputs changed since its last reconcile is "
         "reconciled, a settled one at least every ten periods."
     ),

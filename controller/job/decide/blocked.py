@@ -34,6 +34,19 @@ class QueueFacts:
     state: str | None = None
 
 
+def queue_verdict_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> bool:
+    """Whether a change of a Queue can change its jobs' verdict: it appeared, went, or its state
+    (Open, Closing, Closed) moved. Its counts, which change with every PodGroup, cannot."""
+    if (old is None) != (new is None):
+        return True
+    return _queue_state(old) != _queue_state(new)
+
+
+def _queue_state(queue: Mapping[str, Any] | None) -> str | None:
+    state = ((queue or {}).get("status") or {}).get("state")
+    return str(state) if state is not None else None
+
+
 def blocked_reason(
     *,
     missing_pvcs: Sequence[str],

@@ -98,6 +98,10 @@ class PlanSettings:
     native_gang_schedulers: frozenset[str] = frozenset({"default-scheduler"})
     native_gang_served: bool = False
     composite_gang_served: bool = False
+    # Whether the controller watches Queues (the cluster serves them): a Queue change then
+    # brings its jobs to a reconcile; else a job the scheduler does not admit is looked at again
+    # now and then.
+    queue_watched: bool = False
 
 
 @dataclass(frozen=True)

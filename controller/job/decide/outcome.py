@@ -27,7 +27,7 @@ from controller.job.decide.statuscodec import Counters, encode
 from shared import labels
 from shared.models import JobPhase
 
-# A job the scheduler does not admit is looked at again this often (its Queue is not watched).
+# A job the scheduler does not admit is looked at again this often when Queues are not watched.
 BLOCKED_RECHECK = timedelta(seconds=10)
 
 
@@ -51,8 +51,8 @@ def blocked_reason(r: JobRound, d: Draft) -> blocked.Blocked | None:
         pods=[p for p in r.pods if draft.live(d, p)],
         native_pod_groups=r.observed.native_pod_groups,
     )
-    if found is not None and found.reason in blocked.NOT_ADMITTED:
-        d.requeue.append(BLOCKED_RECHECK)  # a Queue change enqueues no job
+    if found is not None and found.reason in blocked.NOT_ADMITTED and not r.settings.queue_watched:
+        d.requeue.append(BLOCKED_RECHECK)  # no Queue change would bring the job
     return found
 
 

@@ -20,10 +20,12 @@ from controller.job.decide.model import PlanSettings
 # A settled Job is re-planned at least this many resync periods apart all the same.
 FULL_RESYNC_PERIODS: Final = 10
 
-# (uid, resourceVersion) of each object a reconcile reads from the cache, and one entry for the
-# cluster-wide objects (PriorityClasses, ResourceFlavors) every Job reads.
+# (uid, resourceVersion) of each object a reconcile reads from the cache, one entry for the
+# cluster-wide objects (PriorityClasses, ResourceFlavors) every Job reads, and one for what the
+# Job's Queue says to it (its state: the Queue's counts change with every PodGroup).
 Inputs = frozenset[tuple[str, str]]
 CLUSTER_WIDE: Final = "cluster-wide"
+QUEUE_ENTRY: Final = "queue"
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,18 @@ class Settled:
     at: float
 
 
-def inputs_of(objects: Iterable[Mapping[str, Any]], cluster_wide_generation: int) -> Inputs:
-    """The version of every object a reconcile of the Job reads."""
+def inputs_of(
+    objects: Iterable[Mapping[str, Any]],
+    cluster_wide_generation: int,
+    queue: tuple[str, Mapping[str, Any] | None] | None = None,
+) -> Inputs:
+    """The version of every object a reconcile of the Job reads; `queue`: its Queue's name and
+    the Queue (None: it does not exist)."""
     seen = {(CLUSTER_WIDE, str(cluster_wide_generation))}
+    if queue is not None:
+        name, found = queue
+        state = ((found or {}).get("status") or {}).get("state") if found is not None else None
+        seen.add((QUEUE_ENTRY, f"{name}={'missing' if found is None else state or ''}"))
     for obj in objects:
         meta = obj.get("metadata") or {}
         seen.add((str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")))

@@ -17,7 +17,7 @@ from typing import Any
 from controller.job.decide.model import PodEdge
 from kubeio.managedfields import drop_field_sets
 from shared import objectkeys
-from shared.labels import JOB_NAME_KEY, OUT_OF_SYNC_KEY
+from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY, OUT_OF_SYNC_KEY
 from shared.objectkeys import object_key
 
 WireObject = dict[str, Any]
@@ -29,6 +29,7 @@ COMMAND = "Command"
 PRIORITY_CLASS = "PriorityClass"
 WORKLOAD = "Workload"
 RESOURCE_FLAVOR = "ResourceFlavor"
+QUEUE = "Queue"
 # Kubernetes' own PodGroup (scheduling.k8s.io), filed apart from Volcano's, and its
 # CompositePodGroup.
 NATIVE_PODGROUP = "NativePodGroup"
@@ -48,10 +49,14 @@ KINDS = (
             PRIORITY_CLASS,
             WORKLOAD,
             RESOURCE_FLAVOR,
+            QUEUE,
         }
     )
     | CHILD_KINDS
 )
+
+# Kinds that belong to no Job.
+CLUSTER_SCOPED_KINDS = frozenset({PRIORITY_CLASS, RESOURCE_FLAVOR, QUEUE})
 
 # Edges kept per job at most; a job that is never reconciled must not grow memory forever.
 MAX_EDGES_PER_JOB = 10_000
@@ -90,6 +95,8 @@ def job_key_of(kind: str, obj: WireObject) -> str | None:
     namespace = meta.get("namespace") or ""
     if kind == JOB:
         return object_key(obj)
+    if kind in CLUSTER_SCOPED_KINDS:
+        return None
     if kind == COMMAND:
         target = obj.get("target") or {}
         if target.get("kind") == JOB and target.get("name"):
@@ -275,6 +282,19 @@ class Cache:
                 store = self._objects[kind]
                 view.children.extend(store[k] for k in self._by_job[kind].get(job_key, ()))
             return view
+
+    def queues(self) -> list[WireObject]:
+        with self._lock:
+            return list(self._objects[QUEUE].values())
+
+    def jobs_in_queue(self, queue: str) -> list[str]:
+        """The keys of the Jobs submitted to `queue` (`default` when they name none)."""
+        with self._lock:
+            return [
+                key
+                for key, job in self._objects[JOB].items()
+                if ((job.get("spec") or {}).get("queue") or DEFAULT_QUEUE) == queue
+            ]
 
     def cluster_wide_generation(self) -> int:
         """Changes with every PriorityClass or ResourceFlavor stored or removed."""

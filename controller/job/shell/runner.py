@@ -24,11 +24,12 @@ from controller.job.decide.plugins.ssh import needs_generated_key
 from controller.job.decide.suspension import managed_by_other
 from controller.job.shell.apply import CREATE_PARALLELISM, Applier, JobGoneError
 from controller.job.shell.batching import BatchingStore
-from controller.job.shell.cache import WORKLOAD, Cache, JobView
+from controller.job.shell.cache import QUEUE, WORKLOAD, Cache, JobView
 from controller.job.shell.failures import FailureReports
 from controller.job.shell.foreignwatch import ForeignWriterWatch
 from controller.job.shell.observe import build_observed, pvcs_to_look_up, waits_for_admission
 from controller.job.shell.phasewatch import JobPhaseStore
+from controller.job.shell.queuewatch import QueueStore
 from controller.job.shell.sshkeys import generate_key_pair
 from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
@@ -69,8 +70,6 @@ log = logging.getLogger(__name__)
 
 ReconcileFn = Callable[[Observed, PlanSettings], Plan]
 
-# A Queue read for a job waiting for admission serves every job of that queue this long.
-QUEUE_LOOKUP_TTL = 3.0
 # A worker that has not come back from one reconcile for this long makes /healthz fail.
 WORKER_STALL_SECONDS = 300.0
 
@@ -84,6 +83,8 @@ WATCHES = (
     WatchSpec(NETWORK_POLICIES, JOB_NAME_KEY),
     WatchSpec(PVCS, JOB_NAME_KEY),
     WatchSpec(PRIORITY_CLASSES),
+    # A job waiting for admission names its Queue's state as the cause (QueueClosed).
+    WatchSpec(QUEUES),
 )
 # Kueue's objects (settings.kueue): a cluster without Kueue does not serve them and the watches
 # idle, looking again now and then.
@@ -142,8 +143,6 @@ class Controller:
         self._plan_settings = settings.plan_settings()
         self._memory: dict[str, _Memory] = {}
         self._memory_lock = threading.Lock()
-        # Queues read for jobs waiting for admission: name -> (monotonic time read, Queue or None).
-        self._queues: dict[str, tuple[float, WireObject | None]] = {}
         self._watch_stop = threading.Event()
         self._leader_stop = threading.Event()
         self._pending_listeners: list[Callable[[], None]] = []
@@ -161,6 +160,8 @@ class Controller:
                 if spec.resource is JOBS
                 else batching
                 if spec.resource in (PODS, PODGROUPS)
+                else QueueStore(self.cache, self._enqueue_all)
+                if spec.resource is QUEUES
                 else self.cache,
                 self._enqueue_all,
                 self._watch_stop,
@@ -175,6 +176,7 @@ class Controller:
                 ),
             )
         ]
+        self._queue_watch = next(r for r in self.reflectors if r.kind == QUEUES.cache_kind)
         self._native_gang_watch = next(
             (r for r in self.reflectors if r.kind == NATIVE_PODGROUPS.cache_kind), None
         )
@@ -208,10 +210,20 @@ class Controller:
         appear (or go) while the controller runs."""
         served = self._native_gang_watch is not None and self._native_gang_watch.served
         composite = self._composite_gang_watch is not None and self._composite_gang_watch.served
+        queues = self._queue_watch.served
         current = self._plan_settings
-        if (served, composite) == (current.native_gang_served, current.composite_gang_served):
+        if (served, composite, queues) == (
+            current.native_gang_served,
+            current.composite_gang_served,
+            current.queue_watched,
+        ):
             return current
-        return replace(current, native_gang_served=served, composite_gang_served=composite)
+        return replace(
+            current,
+            native_gang_served=served,
+            composite_gang_served=composite,
+            queue_watched=queues,
+        )
 
     # --- leadership ----------------------------------------------------------------------------
 
@@ -376,9 +388,15 @@ class Controller:
 
     def _inputs(self, view: JobView) -> resync.Inputs:
         """What a reconcile of the view's job reads from the cache, as versions."""
-        prebuilt = self._prebuilt_workload(view.job) if view.job is not None else None
+        job = view.job
+        prebuilt = self._prebuilt_workload(job) if job is not None else None
         objects = [*view.objects(), *([prebuilt] if prebuilt is not None else [])]
-        return resync.inputs_of(objects, self.cache.cluster_wide_generation())
+        queue_name = str(((job or {}).get("spec") or {}).get("queue") or DEFAULT_QUEUE)
+        return resync.inputs_of(
+            objects,
+            self.cache.cluster_wide_generation(),
+            queue=(queue_name, self.cache.get(QUEUE, queue_name)),
+        )
 
     def _enqueue_all(self, keys: Iterable[str]) -> None:
         for key in keys:
@@ -498,7 +516,7 @@ class Controller:
                 return None, False
             if waits_for_admission(job, observed.pod_group):
                 queue_name = str(job.get("spec", {}).get("queue") or DEFAULT_QUEUE)
-                queue_read = self._look_up_queue(key, queue_name)
+                queue_read = self._look_up_queue(queue_name)
                 if queue_read is not None:
                     observed = replace(observed, queue=queue_read[0], queue_looked_up=True)
             if needs_generated_key(observed.job, observed.children, observed.memory):
@@ -523,9 +541,7 @@ class Controller:
             inputs,
             self._inputs(self.cache.view(key)),
             memory_kept=plan.memory == (memory or {}),
-            read_outside=bool(looked_up)
-            or observed.queue_looked_up
-            or observed.ssh_key is not None,
+            read_outside=bool(looked_up) or observed.ssh_key is not None,
             edges_taken=bool(edges),
         ):
             settled = resync.Settled(inputs, settings, self.clock.monotonic())
@@ -558,22 +574,12 @@ class Controller:
             return None
         return self.cache.get(WORKLOAD, objectkeys.key(job["metadata"]["namespace"], name))
 
-    def _look_up_queue(self, key: str, name: str) -> tuple[WireObject | None] | None:
-        """The Queue `name` (None inside: it does not exist), read at most once per
-        `QUEUE_LOOKUP_TTL` for all the jobs waiting in it; None when it cannot be read."""
-        now = self.clock.monotonic()
-        with self._memory_lock:
-            cached = self._queues.get(name)
-        if cached is not None and now - cached[0] < QUEUE_LOOKUP_TTL:
-            return (cached[1],)
-        try:
-            queue = self.kube.get_or_none(QUEUES, None, name)
-        except KubeError as exc:  # e.g. no Queue CRD: the reason is only less precise
-            log.info("queue not readable", extra={"job": key, "error": str(exc)})
+    def _look_up_queue(self, name: str) -> tuple[WireObject | None] | None:
+        """The Queue `name` as watched (None inside: it does not exist); None when the cluster
+        serves no Queues."""
+        if not self._queue_watch.served:
             return None
-        with self._memory_lock:
-            self._queues[name] = (now, queue)
-        return (queue,)
+        return (self.cache.get(QUEUE, name),)
 
     def _delete_orphan_commands(self, key: str, commands: list[dict[str, Any]]) -> None:
         """Commands whose Job does not exist can never run: delete them. The cache may lag

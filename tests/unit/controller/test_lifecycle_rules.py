@@ -615,3 +615,27 @@ def test_the_queue_is_read_while_the_job_waits_for_admission(
     job = {"status": {"state": {"phase": job_phase}}}
     group = None if group_phase is None else {"status": {"phase": group_phase}}
     assert waits_for_admission(job, group) is read
+
+
+VERDICT_CHANGES = [
+    ("a Queue appears", None, {"status": {"state": "Open"}}, True),
+    ("a Queue goes", {"status": {"state": "Open"}}, None, True),
+    ("Open to Closed", {"status": {"state": "Open"}}, {"status": {"state": "Closed"}}, True),
+    ("a state first written", {"status": {}}, {"status": {"state": "Open"}}, True),
+    (
+        "only its counts change",
+        {"status": {"state": "Open", "running": 1}},
+        {"status": {"state": "Open", "running": 2}},
+        False,
+    ),
+    ("nothing either way", None, None, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("what", "old", "new", "expected"), VERDICT_CHANGES, ids=[r[0] for r in VERDICT_CHANGES]
+)
+def test_queue_verdict_changed(
+    what: str, old: dict[str, Any] | None, new: dict[str, Any] | None, expected: bool
+) -> None:
+    assert blocked.queue_verdict_changed(old, new) is expected

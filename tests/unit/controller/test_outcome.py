@@ -60,3 +60,15 @@ def test_a_job_the_queue_does_not_admit_is_looked_at_again() -> None:
     found = outcome.blocked_reason(r, d)
     assert found is not None and found.reason == "QueueClosed"
     assert d.requeue == [outcome.BLOCKED_RECHECK]
+
+
+def test_a_job_the_queue_does_not_admit_waits_for_an_event_when_queues_are_watched() -> None:
+    """The Queue's next state change brings the job (`shell.queuewatch`): no timed look."""
+    j = job().task("w", 1).phase("Pending").build()
+    r, d = draft.start(
+        observe(j, [], queue_looked_up=True, queue={"status": {"state": "Closed"}}),
+        PlanSettings(queue_watched=True),
+    )
+    found = outcome.blocked_reason(r, d)
+    assert found is not None and found.reason == "QueueClosed"
+    assert d.requeue == []

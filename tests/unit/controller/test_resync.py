@@ -34,6 +34,19 @@ def test_inputs_are_the_versions_of_what_is_read() -> None:
     assert inputs_of([obj("j", "5")], 3) != inputs_of([obj("j", "5"), obj("p", "1")], 3)
 
 
+def test_a_queue_counts_by_what_it_says_to_its_jobs() -> None:
+    def with_queue(found: dict[str, object] | None) -> Inputs:
+        return inputs_of([obj("j", "5")], 0, queue=("q", found))
+
+    open_queue = {"metadata": {"resourceVersion": "1"}, "status": {"state": "Open"}}
+    busier = {"metadata": {"resourceVersion": "2"}, "status": {"state": "Open", "running": 3}}
+    closed = {"metadata": {"resourceVersion": "3"}, "status": {"state": "Closed"}}
+    assert with_queue(open_queue) == with_queue(busier)
+    assert with_queue(open_queue) != with_queue(closed)
+    assert with_queue(open_queue) != with_queue(None)
+    assert with_queue({"status": {}}) != with_queue(None)
+
+
 BEFORE: Inputs = inputs_of([obj("j", "5")], 0)
 AFTER_A_WRITE: Inputs = inputs_of([obj("j", "6")], 0)
 

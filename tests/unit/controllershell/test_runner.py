@@ -286,3 +286,17 @@ def test_a_round_that_changed_its_memory_is_not_settled(harness: Any) -> None:
     planner.plan = Plan(memory={"round": 2})
     ctl.process(KEY)
     assert ctl.resync_replans(KEY, 30.0)
+
+
+def test_a_settled_job_whose_queue_changes_state_is_replanned(harness: Any) -> None:
+    ctl, planner, _kube = harness
+    queue = {"metadata": {"name": "default", "uid": "q", "resourceVersion": "1"}}
+    ctl.cache.upsert("Queue", {**queue, "status": {"state": "Open"}})
+    settle(ctl, planner)
+    assert not ctl.resync_replans(KEY, 30.0)
+    busier = {"metadata": {**queue["metadata"], "resourceVersion": "2"}}
+    ctl.cache.upsert("Queue", {**busier, "status": {"state": "Open", "running": 4}})
+    assert not ctl.resync_replans(KEY, 30.0)
+    closed = {"metadata": {**queue["metadata"], "resourceVersion": "3"}}
+    ctl.cache.upsert("Queue", {**closed, "status": {"state": "Closed"}})
+    assert ctl.resync_replans(KEY, 30.0)
