@@ -31,7 +31,6 @@ import yaml
 from cryptography import x509
 
 from localcluster import controlplane, kubebin, testing
-from localcluster.leastprivilege import chart_grants, read_audit_log, refused, unused_grants
 from localcluster.testing import (
     LocalCluster,
     free_port,
@@ -41,6 +40,7 @@ from localcluster.testing import (
 )
 from localcluster.tools import PROJECT_ROOT, tool_path
 from shared import certgen, labels
+from tests.support.leastprivilege import chart_grants, read_audit_log, refused, unused_grants
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

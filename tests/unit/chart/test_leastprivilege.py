@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from localcluster.leastprivilege import (
+from tests.support.leastprivilege import (
     Grant,
     chart_grants,
     read_audit_log,
