@@ -292,7 +292,8 @@ class Applier:
         return None
 
     def _check_job_alive(self, job: WireObject, uid: str | None) -> None:
-        """Fix 2: never create anything for a Job that is gone, replaced or being deleted."""
+        """Never create anything for a Job that is gone, replaced or being deleted (difference 2
+        in docs/differences-from-volcano.md)."""
         meta = job["metadata"]
         fresh = self._kube.get_or_none(JOBS, meta["namespace"], meta["name"])
         gone = job_gone_reason(job, fresh, uid)
