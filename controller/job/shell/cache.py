@@ -55,6 +55,20 @@ KINDS = (
     | CHILD_KINDS
 )
 
+# What the cache keeps of a pod's spec. Nothing the controller decides reads more: the pods it
+# creates are built from the Job's templates, never from a cached pod, while the rest (containers,
+# volumes, tolerations and the API server's defaults) is about half of a decoded pod's memory.
+POD_SPEC_KEPT = frozenset(
+    {
+        "nodeName",
+        "schedulerName",
+        "priority",
+        "priorityClassName",
+        "restartPolicy",
+        "schedulingGroup",
+    }
+)
+
 # Kinds that belong to no Job.
 CLUSTER_SCOPED_KINDS = frozenset({PRIORITY_CLASS, RESOURCE_FLAVOR, QUEUE})
 
@@ -110,6 +124,15 @@ def job_key_of(kind: str, obj: WireObject) -> str | None:
     if job_name:
         return f"{namespace}/{job_name}"
     return None
+
+
+def slim_pod(pod: WireObject) -> WireObject:
+    """The pod as the cache keeps it: its spec cut to `POD_SPEC_KEPT` (in place: the object is
+    fresh from a decode or a write). Returns it."""
+    spec = pod.get("spec")
+    if isinstance(spec, dict) and not spec.keys() <= POD_SPEC_KEPT:
+        pod["spec"] = {k: v for k, v in spec.items() if k in POD_SPEC_KEPT}
+    return pod
 
 
 def deleted_by_controller(pod: WireObject) -> bool:
@@ -178,6 +201,8 @@ class Cache:
                 return None
             if current is not None and _same_version(obj, current):
                 return None
+            if kind == POD:
+                slim_pod(obj)
             if current is not None:
                 old_job = job_key_of(kind, current)
                 if old_job is not None and old_job != job_key:
