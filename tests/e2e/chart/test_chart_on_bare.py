@@ -56,7 +56,7 @@ WAIT = 120.0
 
 # The last released tree (the newest landed commit), moved forward with each release: `helm
 # upgrade` from its chart and code to this tree's must leave running Jobs alone.
-PREVIOUS_RELEASE = "1407a32"
+PREVIOUS_RELEASE = "ca1572f"
 PREVIOUS_REPOSITORY = "vcjob-previous"
 
 
