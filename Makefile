@@ -83,9 +83,11 @@ demo: runtime tools cluster
 	$(PY) -m localcluster.demo
 
 # Every benchmark figure of docs/benchmarks.md and docs/elastic.md (about an hour on 2 cores).
+# VOLCANO_WEBHOOK=PATH (a vc-webhook-manager binary) measures Volcano's webhook beside vcjob's.
 ELASTIC_KNOBS = --max-step 16 --min-growth 0.5 --resize-cooldown 10s
 bench: install tools cluster
 	$(PY) bench/webhook.py
+	$(PY) bench/webhook.py --real-load $(if $(VOLCANO_WEBHOOK),--volcano-webhook $(VOLCANO_WEBHOOK))
 	$(PY) bench/controller.py
 	$(PY) bench/scale.py
 	$(PY) bench/scale.py --jobs 1000 --replicas 100 --resync 20s

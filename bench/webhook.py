@@ -13,6 +13,12 @@ limit is 256 Mi — and falls back once they are gone:
 
     .venv/bin/python bench/webhook.py --stalled-only
 
+Under real load (`bench/_webhookload.py`): a real kube-apiserver with etcd, Jobs that differ in
+every request (the memo's miss path) created through it and their reviews sent to the webhook
+directly, the Queue check on; with Volcano's webhook side by side when its binary is given:
+
+    .venv/bin/python bench/webhook.py --real-load [--volcano-webhook PATH/vc-webhook-manager]
+
 It stays one script, longer than our modules, so that a benchmark is one file anyone can read
 and run on its own.
 
@@ -510,6 +516,18 @@ def stalled_lines(cert_dir: Path) -> list[str]:
     ]
 
 
+def real_load_lines(volcano: Path | None, runs: int, seconds: int) -> list[str]:
+    # This script is itself named webhook.py: its directory must not shadow the package.
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
+    sys.path.append(str(here))
+    from _webhookload import Settings, run
+
+    from localcluster.testing import vcjob_executable
+
+    return run(Settings(vcjob_executable(), volcano, runs, seconds))
+
+
 def _ratio_line(name: str, now: float, before: float | None, target: str) -> str:
     line = f"{name}: {now:.2f}"
     if before is not None:
@@ -535,10 +553,30 @@ def main() -> None:
         help="a checkout of an earlier commit: its webhook is measured in the same run, "
         "interleaved, and its figures printed beside (before: …)",
     )
+    parser.add_argument(
+        "--real-load",
+        action="store_true",
+        help="only the real-load figures: varied Jobs through kube-apiserver and direct, the "
+        "Queue check on (with --volcano-webhook: side by side with Volcano's)",
+    )
+    parser.add_argument(
+        "--volcano-webhook",
+        type=Path,
+        metavar="PATH",
+        help="Volcano's vc-webhook-manager binary: measured beside vcjob's under the real load",
+    )
+    parser.add_argument("--runs", type=int, default=3, help="interleaved rounds of the real load")
     parser.add_argument("--serve-trivial", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_trivial:
         serve_trivial(args.serve_trivial)
+        return
+    if args.real_load or args.volcano_webhook is not None:
+        if args.volcano_webhook is not None and not os.access(args.volcano_webhook, os.X_OK):
+            parser.error(f"--volcano-webhook {args.volcano_webhook}: not an executable file")
+        print(
+            "\n".join(real_load_lines(args.volcano_webhook, args.runs, max(1, round(args.seconds))))
+        )
         return
     body = review_body()
     if args.micro_only:
