@@ -43,8 +43,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-# This folder holds a `controller.py`: keep it off the import path, the package comes first.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
+HERE = Path(__file__).resolve().parent
+# This folder holds a `controller.py`: the package comes first, the folder's own modules after.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
+
+from _controllerbench import Profiler  # noqa: E402
 
 from kubeio.client import JOBS, PODGROUPS, PODS, Kube, Resource  # noqa: E402
 from localcluster.testing import (  # noqa: E402
@@ -326,13 +329,8 @@ def main() -> None:
         log = Path(tmp) / "controller.log"
         with controller(cluster, log, args.controller_arg) as pid:
             timeline = Timeline(kube, total)
-            spy = None
-            if args.py_spy:
-                spy = subprocess.Popen(
-                    ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "50",
-                     "--output", args.py_spy, "--nonblocking"],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                )  # fmt: skip
+            # Stopped with SIGINT, py-spy writes its file (SIGTERM lost it).
+            spy = Profiler(pid, Path(args.py_spy).resolve() if args.py_spy else None)
             cpu_before = process_cpu_seconds(pid)
             audit = Path(tmp) / "audit.log"
             audit_start = audit.stat().st_size if args.requests else 0
@@ -351,9 +349,7 @@ def main() -> None:
             last = max(max(s.pods) for s in timeline.jobs.values() if s.pods)
             cpu = process_cpu_seconds(pid) - cpu_before
             rss = peak_rss_mb(pid)
-            if spy is not None:
-                spy.terminate()
-                spy.wait(30)
+            spy.stop()
             timeline.stop()
             if args.requests:
                 with audit.open() as lines:
