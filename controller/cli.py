@@ -15,6 +15,7 @@ from controller.gates import GateError, enabled, parse_gates
 from controller.job.decide import foreignwriters
 from controller.job.shell.runner import Controller
 from controller.jobflow.shell.loop import JobFlowController
+from controller.manager import Manager
 from controller.queues.decide import DefaultQueueSpec
 from controller.queues.shell import QueueController
 from controller.settings import Settings
@@ -304,49 +305,42 @@ def run_controller(settings: Settings) -> int:
         log.error("cannot load the Kubernetes configuration", extra={"error": str(exc)})
         return 2
     # SIGTERM/SIGINT set `stop` from a watcher thread, never inside the handler (see
-    # kubeio.signals): the controller then drains, releases its Lease and exits.
+    # kubeio.signals): the controllers then drain, the Lease is released and the process exits.
     stop = install_stop_signals()
-    controller = Controller(settings, api_client)
-    # The controller talks through its own pooled copy of the client: count that one.
-    controller.metrics.count_rest_requests(controller.api_client)
-    controller.start()
-    if settings.elastic:
-        _start_elastic(settings, controller, stop)
+    manager = Manager(settings, api_client)
+    jobs = manager.add(
+        Controller(
+            settings,
+            manager.api_client,
+            kube=manager.kube,
+            metrics=manager.metrics,
+            recorder=manager.recorder,
+            is_leader=manager.is_leader,
+        )
+    )
     # CronJobs, Queues, JobFlows, workloads' PodGroups: each with its own work queue, acting only
     # while this process leads.
-    loops: list[CronJobController | QueueController | JobFlowController | PodGroupController] = [
-        c(controller.kube, controller.recorder, controller.is_leader)
-        for c in _LOOPS
-        if enabled(_LOOP_NAMES[c], settings.controllers)
-    ]
+    shared = (manager.kube, manager.recorder, manager.is_leader)
+    for loop in _LOOPS:
+        if enabled(_LOOP_NAMES[loop], settings.controllers):
+            manager.add(loop(*shared))
     if enabled(_LOOP_NAMES[QueueController], settings.controllers):
-        loops.append(
-            QueueController(
-                controller.kube,
-                controller.recorder,
-                controller.is_leader,
-                default_queue=settings.default_queue,
-            )
-        )
+        queues = manager.add(QueueController(*shared, default_queue=settings.default_queue))
+        manager.metrics.registry.register(QueueCollector(queues.watched))
     if enabled(PG_CONTROLLER, settings.controllers):
-        loops.append(
+        manager.add(
             PodGroupController(
-                controller.kube,
-                controller.recorder,
-                controller.is_leader,
+                *shared,
                 scheduler_names=settings.gang_schedulers,
                 inherit_owner_annotations=settings.inherit_owner_annotations,
             )
         )
-    for loop in loops:
-        if isinstance(loop, QueueController):
-            controller.metrics.registry.register(QueueCollector(loop.watched))
-        loop.start()
+    manager.start()
+    if settings.elastic:
+        _start_elastic(settings, manager, jobs, stop)
     while not stop.wait(1.0):
         pass
-    for loop in loops:
-        loop.shutdown()
-    controller.shutdown()
+    manager.shutdown()
     api_client.close()  # type: ignore[no-untyped-call]
     return 0
 
@@ -364,20 +358,22 @@ _LOOP_NAMES: dict[
 }
 
 
-def _start_elastic(settings: Settings, controller: Controller, stop: threading.Event) -> None:
+def _start_elastic(
+    settings: Settings, manager: Manager, jobs: Controller, stop: threading.Event
+) -> None:
     loop = ElasticLoop(
-        controller.api_client,
+        manager.api_client,
         settings.elastic_period,
         settings.elastic_dry_run,
         settings.elastic_max_step,
         settings.gpu_resource,
-        controller.is_leader,
+        manager.is_leader,
         stop,
-        registry=controller.metrics.registry,
-        kube=controller.kube,
+        registry=manager.metrics.registry,
+        kube=manager.kube,
         min_growth=settings.elastic_min_growth,
         resize_cooldown=settings.elastic_resize_cooldown,
-        list_jobs=controller.jobs,
+        list_jobs=jobs.jobs,
     )
-    controller.on_job_pending(loop.wake)
+    jobs.on_job_pending(loop.wake)
     threading.Thread(target=loop.run, name="elastic", daemon=True).start()

@@ -1,5 +1,6 @@
-"""Wiring: watches → cache → work queue → N workers (observe → reconcile → apply), leader
-election, resync, health and metrics, and an orderly shutdown.
+"""The Job controller's wiring: watches → cache → work queue → N workers (observe → reconcile →
+apply), resync, its health, and an orderly shutdown. The process around it (client pool, metrics
+registry, events, leader election, endpoints) is `controller.manager`'s.
 
 Transient errors and conflicts are retried with capped backoff forever and never fail a job
 (difference 1); after repeated failures the job gets a Warning event and `state.message` names what
@@ -31,9 +32,7 @@ from controller.job.shell.observe import build_observed, pvcs_to_look_up, waits_
 from controller.job.shell.phasewatch import JobPhaseStore
 from controller.job.shell.queuewatch import QueueStore
 from controller.job.shell.sshkeys import generate_key_pair
-from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
-from controller.server import HttpEndpoints
 from controller.settings import Settings
 from kubeio.client import (
     COMMANDS,
@@ -63,7 +62,6 @@ from kubeio.kubelike import KubeLike
 from kubeio.workqueue import WorkQueue
 from shared import objectkeys
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
-from shared.logging import announce
 from shared.objectkeys import object_key
 
 log = logging.getLogger(__name__)
@@ -114,7 +112,12 @@ class Controller:
         clock: Clock | None = None,
         metrics: Metrics | None = None,
         kube: KubeLike | None = None,
+        recorder: EventRecorder | None = None,
+        is_leader: Callable[[], bool] | None = None,
     ) -> None:
+        """Alone (tests), it makes its own pooled client and recorder and always leads; under
+        `controller.manager.Manager` it gets the process's `kube`, `metrics`, `recorder` and
+        `is_leader`."""
         self.settings = settings
         self.clock: Clock = clock or RealClock()
         self.metrics = metrics or Metrics()
@@ -134,7 +137,11 @@ class Controller:
         self.kube = kube
         self.cache = Cache()
         self.queue = WorkQueue(clock=self.clock, hooks=self.metrics.queue_hooks())
-        self.recorder = EventRecorder(self.kube, settings.identity, self.clock, asynchronous=True)
+        self._owns_recorder = recorder is None
+        self.recorder = recorder or EventRecorder(
+            self.kube, settings.identity, self.clock, asynchronous=True
+        )
+        self._is_leader: Callable[[], bool] = is_leader or (lambda: True)
         self.applier = Applier(self.kube, self.cache, self.recorder, self.metrics)
         self.failures = FailureReports(
             self.kube, self.cache, self.recorder, settings.failures_before_warning
@@ -144,7 +151,6 @@ class Controller:
         self._memory: dict[str, _Memory] = {}
         self._memory_lock = threading.Lock()
         self._watch_stop = threading.Event()
-        self._leader_stop = threading.Event()
         self._pending_listeners: list[Callable[[], None]] = []
         batching = BatchingStore(self.cache, self.queue, settings.event_batch_period)
         self.reflectors = [
@@ -183,26 +189,9 @@ class Controller:
         self._composite_gang_watch = next(
             (r for r in self.reflectors if r.kind == NATIVE_COMPOSITE_PODGROUPS.cache_kind), None
         )
-        self.elector: LeaderElector | None = None
-        if settings.leader_elect:
-            self.elector = LeaderElector(
-                KubeLeaseApi(self.kube),
-                LeaderConfig(
-                    namespace=settings.lease_namespace,
-                    name=settings.lease_name,
-                    identity=settings.identity,
-                    lease_duration=settings.lease_duration,
-                    renew_deadline=settings.renew_deadline,
-                    retry_period=settings.retry_period,
-                ),
-                self.clock,
-                on_started_leading=self._on_started_leading,
-                on_stopped_leading=self._on_stopped_leading,
-            )
         self._workers: list[threading.Thread] = []
         self._busy_since: dict[str, float] = {}
         self._threads: list[threading.Thread] = []
-        self.endpoints: HttpEndpoints | None = None
         self.reconciles = 0
 
     def _current_plan_settings(self) -> PlanSettings:
@@ -242,14 +231,14 @@ class Controller:
         self._pending_listeners.append(listener)
 
     def is_leader(self) -> bool:
-        return self.elector is None or self.elector.is_leader
+        return self._is_leader()
 
-    def _on_started_leading(self) -> None:
-        self.metrics.is_leader.labels(CONTROLLER).set(1)
+    def started_leading(self) -> None:
+        """The process won the Lease: every Job is looked at again."""
         self._enqueue_all(self.cache.job_keys())
 
-    def _on_stopped_leading(self) -> None:
-        self.metrics.is_leader.labels(CONTROLLER).set(0)
+    def stopped_leading(self) -> None:
+        """The process lost the Lease: what it remembered of Jobs may be stale by its return."""
         with self._memory_lock:
             self._memory.clear()
 
@@ -291,34 +280,10 @@ class Controller:
     # --- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start servers, watches, leader election, workers and the resync timer."""
-        s = self.settings
-        if s.health_port is not None or s.metrics_port is not None:
-            self.endpoints = HttpEndpoints(
-                s.bind_address,
-                s.health_port,
-                s.metrics_port,
-                self.healthz,
-                self.readyz,
-                self.metrics.registry,
-            )
-            self.endpoints.start()
-            health, metrics = self.endpoints.health_port, self.endpoints.metrics_port
-            # Logged at any level: with port 0 the log is where tools find the ports.
-            announce(
-                log,
-                f"controller health port {health} metrics port {metrics}",
-                health_port=health,
-                metrics_port=metrics,
-            )
+        """Start the watches, the workers and the resync timer."""
         for reflector in self.reflectors:
             reflector.start()
-        if self.elector is not None:
-            elector = self.elector
-            self._spawn("leader", lambda: elector.run(self._leader_stop))
-        else:
-            self.metrics.is_leader.labels(CONTROLLER).set(1)
-        for i in range(s.workers):
+        for i in range(self.settings.workers):
             thread = threading.Thread(
                 target=self._work, args=(f"worker-{i}",), name=f"worker-{i}", daemon=True
             )
@@ -338,7 +303,7 @@ class Controller:
         self.shutdown()
 
     def shutdown(self) -> None:
-        """Stop watches, drain the queue with a deadline, release the Lease."""
+        """Stop watches, drain the queue with a deadline, write the pending events."""
         log.info("shutting down")
         self._watch_stop.set()
         for reflector in self.reflectors:
@@ -347,15 +312,11 @@ class Controller:
         deadline = time.monotonic() + self.settings.drain_timeout
         for worker in self._workers:
             worker.join(timeout=max(0.0, deadline - time.monotonic()))
-        self._leader_stop.set()
         for thread in self._threads:
             thread.join(timeout=max(0.5, deadline - time.monotonic()))
-        if self.elector is not None:
-            self.elector.release()
         self.applier.close()
-        self.recorder.close(timeout=max(0.5, deadline - time.monotonic()))
-        if self.endpoints is not None:
-            self.endpoints.stop()
+        if self._owns_recorder:
+            self.recorder.close(timeout=max(0.5, deadline - time.monotonic()))
         if self._owns_client:
             self.api_client.close()  # type: ignore[no-untyped-call]
         log.info("stopped")
