@@ -32,14 +32,15 @@ from starlette.types import Receive, Scope, Send
 
 from shared import jsoncodec, labels
 from webhook import cronjob_review, jobflow_review, objects_review, podtemplate, review
+from webhook.admission import Answer, Kind, QueueLookup, Result, error_body
 from webhook.clusterlookups import ClusterLookups
-from webhook.review import QUEUE_SKIPPED_WARNING, Answer, Kind, Result
+from webhook.review import QUEUE_SKIPPED_WARNING
 from webhook.settings import Settings
 from webhook.validation import QueueView
 
 log = logging.getLogger(__name__)
 
-AnswerFn = Callable[[Kind, bytes, Settings, review.QueueLookup], Answer]
+AnswerFn = Callable[[Kind, bytes, Settings, QueueLookup], Answer]
 
 # `application/x-www-form-urlencoded` is what `curl -d @review.json` sends for a JSON file: the
 # body is still read as JSON, so testing the webhook by hand needs no extra header.
@@ -216,12 +217,12 @@ def _endpoint(
     metrics = state.metrics
     latency = metrics.latency.labels(webhook=path)
     limit = settings.max_body_bytes
-    too_many = review.error_body(
+    too_many = error_body(
         429,
         f"the webhook is answering {settings.max_concurrent_requests} requests already; "
         "retry shortly",
     )
-    too_slow = review.error_body(
+    too_slow = error_body(
         408, f"the request body was not received within {settings.read_timeout:g} seconds"
     )
 
@@ -242,7 +243,7 @@ def _endpoint(
     async def _handle(request: Request) -> Response:
         started = time.perf_counter()
         if not _content_type_ok(request):
-            answer = review.error_body(
+            answer = error_body(
                 415,
                 "the content type must be application/json, got "
                 f"{request.headers.get('content-type', 'none')!r}",
@@ -269,7 +270,7 @@ def _endpoint(
                 )
                 return Response(status_code=400)
             if body is None:
-                answer = review.error_body(413, f"the body is larger than {limit} bytes")
+                answer = error_body(413, f"the body is larger than {limit} bytes")
                 response = _closing(answer)
             else:
                 answer = decide(kind, body, settings, state.queue_lookup)
@@ -337,7 +338,7 @@ def _wrong_place(paths: list[str]) -> Callable[[Request, Exception], Awaitable[R
 
 
 def _objects_decider(state: WebhookState, answer_fn: objects_review.ObjectAnswerFn) -> AnswerFn:
-    def decide(kind: Kind, body: bytes, settings: Settings, queues: review.QueueLookup) -> Answer:
+    def decide(kind: Kind, body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
         return objects_review.guarded(answer_fn, kind, body, settings, queues, state.cluster)
 
     return decide

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from shared.fielderrors import render
 from shared.models.flow import (
     FLOW_GROUP,
     FLOW_VERSION,
@@ -14,16 +13,16 @@ from shared.models.flow import (
     JOBFLOW_VALIDATE_PATH,
     JOBTEMPLATE_VALIDATE_PATH,
 )
-from webhook.jobflows import jobtemplate_warnings, validate_jobflow
-from webhook.review import (
-    ADMISSION_V1,
-    ADMISSION_VERSIONS,
+from webhook.admission import (
     Answer,
     Kind,
     QueueLookup,
-    Result,
+    allow,
     decode,
+    deny,
+    refuse,
 )
+from webhook.jobflows import jobtemplate_warnings, validate_jobflow
 from webhook.settings import Settings
 
 VALIDATE_JOBFLOW_PATH: Final = JOBFLOW_VALIDATE_PATH
@@ -31,32 +30,11 @@ VALIDATE_JOBTEMPLATE_PATH: Final = JOBTEMPLATE_VALIDATE_PATH
 OPERATIONS: Final = ("CREATE", "UPDATE")
 
 
-def _respond(review: dict[str, Any], uid: str, response: dict[str, Any], result: Result) -> Answer:
-    version = review.get("apiVersion")
-    body = {
-        "apiVersion": version if version in ADMISSION_VERSIONS else ADMISSION_V1,
-        "kind": "AdmissionReview",
-        "response": {"uid": uid, **response},
-    }
-    return Answer(200, body, result, list(response.get("warnings", [])))
-
-
-def _refuse(review: dict[str, Any], uid: str, message: str) -> Answer:
-    status = {"status": "Failure", "code": 400, "reason": "BadRequest", "message": message}
-    return _respond(review, uid, {"allowed": False, "status": status}, Result.DENIED)
-
-
-def _allow(review: dict[str, Any], uid: str, warnings: list[str]) -> Answer:
-    response: dict[str, Any] = {"allowed": True}
-    if warnings:
-        response["warnings"] = warnings
-    return _respond(review, uid, response, Result.ALLOWED)
-
-
 def _request(
     body: bytes, plural: str
-) -> tuple[dict[str, Any], str, dict[str, Any] | None] | Answer:
-    """The review, its uid and the object under review; or the refusal of a foreign request."""
+) -> tuple[dict[str, Any], str, dict[str, Any], dict[str, Any] | None] | Answer:
+    """The review, its uid, its request and the object under review; or the refusal of a
+    foreign request."""
     decoded = decode(body)
     if isinstance(decoded, Answer):
         return decoded
@@ -64,17 +42,17 @@ def _request(
     resource = request.get("resource")
     wanted = {"group": FLOW_GROUP, "version": FLOW_VERSION, "resource": plural}
     if not isinstance(resource, dict) or any(resource.get(k) != v for k, v in wanted.items()):
-        return _refuse(
+        return refuse(
             review, uid, f"expected resource {FLOW_GROUP}/{FLOW_VERSION} {plural}, got {resource!r}"
         )
     operation = request.get("operation")
     if operation not in OPERATIONS:
         # Volcano's own words for the same refusal.
-        return _refuse(
+        return refuse(
             review, uid, f"expect operation to be 'CREATE' or 'UPDATE', got {operation!r}"
         )
     obj = request.get("object")
-    return review, uid, obj if isinstance(obj, dict) else None
+    return review, uid, request, obj if isinstance(obj, dict) else None
 
 
 def answer_jobflow(_kind: Kind, body: bytes, _settings: Settings, _queues: QueueLookup) -> Answer:
@@ -82,27 +60,13 @@ def answer_jobflow(_kind: Kind, body: bytes, _settings: Settings, _queues: Queue
     read = _request(body, "jobflows")
     if isinstance(read, Answer):
         return read
-    review, uid, obj = read
+    review, uid, request, obj = read
     errors, warnings = validate_jobflow(obj)
     if not errors:
-        return _allow(review, uid, warnings)
-    name = str(((obj or {}).get("metadata") or {}).get("name") or "")
-    status = {
-        "status": "Failure",
-        "code": 422,
-        "reason": "Invalid",
-        "message": render(errors),
-        "details": {
-            "name": name,
-            "group": FLOW_GROUP,
-            "kind": JOBFLOW_KIND,
-            "causes": [e.as_cause() for e in errors],
-        },
-    }
-    response: dict[str, Any] = {"allowed": False, "status": status}
-    if warnings:
-        response["warnings"] = warnings
-    return _respond(review, uid, response, Result.DENIED)
+        return allow(review, uid, warnings)
+    return deny(
+        review, uid, request, errors, group=FLOW_GROUP, kind=JOBFLOW_KIND, warnings=warnings
+    )
 
 
 def answer_jobtemplate(
@@ -112,5 +76,5 @@ def answer_jobtemplate(
     read = _request(body, "jobtemplates")
     if isinstance(read, Answer):
         return read
-    review, uid, obj = read
-    return _allow(review, uid, jobtemplate_warnings(obj, settings))
+    review, uid, _, obj = read
+    return allow(review, uid, jobtemplate_warnings(obj, settings))

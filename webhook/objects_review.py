@@ -9,8 +9,6 @@ when one fails the request is admitted with a warning that says what was not che
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,19 +17,21 @@ from typing import Any, Final, Protocol, runtime_checkable
 import jsonpatch
 
 from shared import labels, quantity
-from shared.fielderrors import FieldError, render
+from shared.fielderrors import FieldError
 from shared.models.scheduling import Queue
 from shared.models.topology import HYPERNODE_KIND, TOPOLOGY_GROUP, TOPOLOGY_VERSION
-from webhook.clusterlookups import ClusterLookups, ClusterReadError
-from webhook.review import (
-    ADMISSION_V1,
-    ADMISSION_VERSIONS,
+from webhook.admission import (
     Answer,
     Kind,
     QueueLookup,
-    Result,
+    allow,
     decode,
+    deny,
+    encode_patch,
+    object_name,
+    refuse,
 )
+from webhook.clusterlookups import ClusterLookups, ClusterReadError
 from webhook.rules import hypernodes, podgroups, pods, queues
 from webhook.rules.verdict import Verdict
 from webhook.settings import SCHEDULING_GATES_QUEUE_ADMISSION, Settings
@@ -75,59 +75,25 @@ class Request:
         return self.request.get("oldObject")
 
 
-def _respond(req: Request, response: dict[str, Any], result: Result) -> Answer:
-    version = req.review.get("apiVersion")
-    body = {
-        "apiVersion": version if version in ADMISSION_VERSIONS else ADMISSION_V1,
-        "kind": "AdmissionReview",
-        "response": {"uid": req.uid, **response},
-    }
-    return Answer(200, body, result, list(response.get("warnings", [])))
-
-
 def _refuse(req: Request, message: str) -> Answer:
-    status = {"status": "Failure", "code": 400, "reason": "BadRequest", "message": message}
-    return _respond(req, {"allowed": False, "status": status}, Result.DENIED)
+    return refuse(req.review, req.uid, message)
 
 
 def _allow(req: Request, warnings: list[str], original: Any = None, patched: Any = None) -> Answer:
-    response: dict[str, Any] = {"allowed": True}
-    if patched is not None:
-        patch = jsonpatch.make_patch(original, patched).patch
-        if patch:
-            response["patchType"] = "JSONPatch"
-            response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
-    if warnings:
-        response["warnings"] = warnings
-    return _respond(req, response, Result.ALLOWED)
-
-
-def _name(req: Request) -> str:
-    for obj in (req.object, req.old_object):
-        if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
-            name = obj["metadata"].get("name")
-            if name:
-                return str(name)
-    return str(req.request.get("name") or "")
+    patch = "" if patched is None else encode_patch(jsonpatch.make_patch(original, patched).patch)
+    return allow(req.review, req.uid, warnings, patch)
 
 
 def _deny(req: Request, target: Target, errors: list[FieldError], warnings: list[str]) -> Answer:
-    status = {
-        "status": "Failure",
-        "code": 422,
-        "reason": "Invalid",
-        "message": render(errors),
-        "details": {
-            "name": _name(req),
-            "group": target.group,
-            "kind": target.kind,
-            "causes": [e.as_cause() for e in errors],
-        },
-    }
-    response: dict[str, Any] = {"allowed": False, "status": status}
-    if warnings:
-        response["warnings"] = warnings
-    return _respond(req, response, Result.DENIED)
+    return deny(
+        req.review,
+        req.uid,
+        req.request,
+        errors,
+        group=target.group,
+        kind=target.kind,
+        warnings=warnings,
+    )
 
 
 def _verdict(req: Request, target: Target, verdict: Verdict) -> Answer:
@@ -183,7 +149,7 @@ def answer_queue(
     if req.operation == "DELETE":
         stored = req.old_object if isinstance(req.old_object, dict) else {}
         status = stored.get("status") if isinstance(stored.get("status"), dict) else {}
-        name = str(req.request.get("name") or _name(req))
+        name = str(req.request.get("name") or object_name(req.request))
         podgroup_names: list[str] | None = None
         if cluster is not None:
             try:
@@ -397,12 +363,6 @@ def guarded(
         decoded = decode(body)
         if isinstance(decoded, Answer):
             return decoded
-        review, request, uid = decoded
-        req = Request(review, request, uid, str(request.get("operation") or ""))
-        status = {
-            "status": "Failure",
-            "code": 500,
-            "reason": "InternalError",
-            "message": f"the webhook could not evaluate the request: {type(exc).__name__}",
-        }
-        return _respond(req, {"allowed": False, "status": status}, Result.DENIED)
+        review, _, uid = decoded
+        message = f"the webhook could not evaluate the request: {type(exc).__name__}"
+        return refuse(review, uid, message, 500)

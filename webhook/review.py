@@ -1,4 +1,5 @@
-"""AdmissionReview decoding and answering: bytes in, (HTTP status, JSON body) out.
+"""AdmissionReviews of Jobs: bytes in, an Answer out (the shared decoding and answers are
+`webhook.admission`'s).
 
 No I/O and no framework: the HTTP layer only reads the body and writes what this returns, so
 every wire rule of admission.md is testable here and the server can never answer 5xx.
@@ -6,23 +7,29 @@ every wire rule of admission.md is testable here and the server can never answer
 
 from __future__ import annotations
 
-import base64
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Final
 
 from shared import labels
-from shared.fielderrors import FieldError, render
-from shared.jsoncodec import dumps, loads
+from shared.fielderrors import FieldError
 from webhook import memo
+from webhook.admission import (
+    TOO_DEEP,
+    Answer,
+    Kind,
+    QueueLookup,
+    allow,
+    decode,
+    deny,
+    encode_patch,
+    error_body,
+    refuse,
+)
 from webhook.create import refused_by_schema
 from webhook.defaulting import mutation_patch
 from webhook.rules.job_warnings import job_warnings
 from webhook.settings import Settings
 from webhook.validation import (
-    QueueView,
     read_job,
     sort_errors,
     validate_create,
@@ -31,21 +38,11 @@ from webhook.validation import (
 
 log = logging.getLogger(__name__)
 
-ADMISSION_V1: Final = "admission.k8s.io/v1"
-ADMISSION_VERSIONS: Final = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 JOB_RESOURCE: Final = {
     "group": labels.BATCH_GROUP,
     "version": labels.BATCH_VERSION,
     "resource": "jobs",
 }
-# How deep a review's JSON may nest. A real Job review stays under ~25 levels (review, object,
-# spec, tasks, template, affinity terms…); the limit keeps every recursive check far from
-# Python's own recursion limit.
-MAX_DEPTH: Final = 100
-TOO_DEEP: Final = (
-    f"JSON nested too deeply: more than {MAX_DEPTH} levels (the webhook's limit); "
-    "no Job needs that many"
-)
 # What the webhook remembers between requests, its one memo: encoded mutation patches with the
 # schema's verdict on the spec (`mutation`), the problems of Job specs and of pod templates
 # (`validate_create`).
@@ -54,81 +51,6 @@ PATCH_TAG: Final = b"patch"
 QUEUE_SKIPPED_WARNING: Final = (
     "the queue was not checked: no Queue CRD (queues.scheduling.volcano.sh) is installed"
 )
-
-
-class Kind(StrEnum):
-    MUTATE = "mutate"
-    VALIDATE = "validate"
-
-
-class Result(StrEnum):
-    ALLOWED = "allowed"
-    DENIED = "denied"
-    ERROR = "error"
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What to send back: the HTTP status, the JSON body, and the outcome for metrics."""
-
-    status: int
-    body: dict[str, Any]
-    result: Result
-    warnings: list[str] = field(default_factory=list)
-
-
-# How the validator sees queues: a view (None: skip the check) and a warning to pass on.
-QueueLookup = Callable[[], tuple[QueueView | None, str | None]]
-
-
-def error_body(status: int, message: str) -> Answer:
-    """A non-review answer (400/413/415): a JSON error, never an AdmissionReview."""
-    return Answer(status, {"error": message, "code": status}, Result.ERROR)
-
-
-def _response(review: dict[str, Any], uid: str, response: dict[str, Any], result: Result) -> Answer:
-    version = review.get("apiVersion")
-    body = {
-        "apiVersion": version if version in ADMISSION_VERSIONS else ADMISSION_V1,
-        "kind": "AdmissionReview",
-        "response": {"uid": uid, **response},
-    }
-    return Answer(200, body, result, list(response.get("warnings", [])))
-
-
-def _denial(
-    review: dict[str, Any],
-    uid: str,
-    errors: list[FieldError],
-    request: dict[str, Any],
-    warnings: list[str] | None = None,
-) -> Answer:
-    obj = request.get("object")
-    name = ""
-    if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
-        name = str(obj["metadata"].get("name") or "")
-    status = {
-        "status": "Failure",
-        "code": 422,
-        "reason": "Invalid",
-        "message": render(errors),
-        "details": {
-            "name": name or str(request.get("name") or ""),
-            "group": labels.BATCH_GROUP,
-            "kind": labels.JOB_KIND,
-            "causes": [e.as_cause() for e in errors],
-        },
-    }
-    response: dict[str, Any] = {"allowed": False, "status": status}
-    if warnings:
-        response["warnings"] = warnings
-    return _response(review, uid, response, Result.DENIED)
-
-
-def _refusal(review: dict[str, Any], uid: str, message: str, code: int = 400) -> Answer:
-    """A denial that is not about the object's fields (wrong resource, operation…)."""
-    status = {"status": "Failure", "code": code, "reason": "BadRequest", "message": message}
-    return _response(review, uid, {"allowed": False, "status": status}, Result.DENIED)
 
 
 def _describe_resource(resource: Any) -> str:
@@ -150,50 +72,6 @@ def _expected_resource(request: dict[str, Any]) -> str | None:
     return None
 
 
-def depth(value: Any) -> int:
-    """How deep a decoded JSON value nests (a scalar is 0, `[]` and `{}` are 1); iterative, so
-    it cannot itself run out of stack."""
-    deepest = 0
-    pending: list[tuple[Any, int]] = [(value, 0)]
-    while pending:
-        node, level = pending.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            deepest = max(deepest, level)
-            continue
-        deepest = max(deepest, level + 1)
-        if deepest > MAX_DEPTH:
-            return deepest
-        pending.extend((child, level + 1) for child in children)
-    return deepest
-
-
-def decode(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:
-    """The review, its request and uid; or the 400 answer for a body that is not a review."""
-    try:
-        review = loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return error_body(400, f"the body is not JSON: {exc}")
-    except RecursionError:
-        return error_body(400, f"the body is not an AdmissionReview: {TOO_DEEP}")
-    if not isinstance(review, dict):
-        return error_body(400, "the body is not an AdmissionReview: expected a JSON object")
-    request = review.get("request")
-    if not isinstance(request, dict):
-        return error_body(400, "the body is not an AdmissionReview: request is missing")
-    uid = request.get("uid")
-    if not isinstance(uid, str) or not uid:
-        return error_body(400, "the body is not an AdmissionReview: request.uid is missing")
-    # Nesting needs an opening bracket per level: most reviews cannot be too deep, and counting
-    # bytes costs far less than walking the decoded tree.
-    if body.count(b"{") + body.count(b"[") > MAX_DEPTH and depth(review) > MAX_DEPTH:
-        return _refusal(review, uid, TOO_DEEP)
-    return review, request, uid
-
-
 def _job_review(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Answer:
     """The review, its request and uid when the body reviews a Job; otherwise the answer."""
     decoded = decode(body)
@@ -201,8 +79,26 @@ def _job_review(body: bytes) -> tuple[dict[str, Any], dict[str, Any], str] | Ans
         return decoded
     review, request, uid = decoded
     if problem := _expected_resource(request):
-        return _refusal(review, uid, problem)
+        return refuse(review, uid, problem)
     return decoded
+
+
+def _denial(
+    review: dict[str, Any],
+    uid: str,
+    errors: list[FieldError],
+    request: dict[str, Any],
+    warnings: list[str] | None = None,
+) -> Answer:
+    return deny(
+        review,
+        uid,
+        request,
+        errors,
+        group=labels.BATCH_GROUP,
+        kind=labels.JOB_KIND,
+        warnings=warnings or (),
+    )
 
 
 def mutation(obj: dict[str, Any], scheduler_name: str) -> tuple[str, bool]:
@@ -216,7 +112,7 @@ def mutation(obj: dict[str, Any], scheduler_name: str) -> tuple[str, bool]:
 
     def work() -> tuple[str, bool]:
         patch = mutation_patch(obj, scheduler_name)
-        return (base64.b64encode(dumps(patch)).decode() if patch else "", refused_by_schema(spec))
+        return (encode_patch(patch), refused_by_schema(spec))
 
     encoded = memo.encoding(spec) if isinstance(spec, dict) else None
     if encoded is None:
@@ -236,7 +132,7 @@ def mutate(body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
     review, request, uid = opened
     operation = request.get("operation")
     if operation != "CREATE":
-        return _refusal(review, uid, f"expected operation CREATE, got {operation!r}")
+        return refuse(review, uid, f"expected operation CREATE, got {operation!r}")
     obj = request.get("object")
     reading = read_job(obj)
     if not isinstance(obj, dict):
@@ -250,11 +146,7 @@ def mutate(body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
         if errors:
             warnings = [warning] if warning else []
             return _denial(review, uid, errors, request, [*warnings, *job_warnings(obj)])
-    response: dict[str, Any] = {"allowed": True}
-    if encoded:
-        response["patchType"] = "JSONPatch"
-        response["patch"] = encoded
-    return _response(review, uid, response, Result.ALLOWED)
+    return allow(review, uid, patch=encoded)
 
 
 def validate(body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
@@ -277,13 +169,10 @@ def validate(body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
     elif operation == "UPDATE":
         errors = validate_update(new, old, settings)
     else:
-        return _refusal(review, uid, f"expected operation CREATE or UPDATE, got {operation!r}")
+        return refuse(review, uid, f"expected operation CREATE or UPDATE, got {operation!r}")
     if errors:
         return _denial(review, uid, errors, request, warnings)
-    response: dict[str, Any] = {"allowed": True}
-    if warnings:
-        response["warnings"] = warnings
-    return _response(review, uid, response, Result.ALLOWED)
+    return allow(review, uid, warnings)
 
 
 def answer(kind: Kind, body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
@@ -302,6 +191,6 @@ def answer(kind: Kind, body: bytes, settings: Settings, queues: QueueLookup) -> 
         if isinstance(decoded, Answer):
             return decoded
         review, _, uid = decoded
-        return _refusal(
+        return refuse(
             review, uid, f"the webhook could not evaluate the request: {type(exc).__name__}", 500
         )

@@ -16,6 +16,7 @@ import pytest
 
 from shared import labels
 from shared.models import Queue
+from webhook import admission
 from webhook import review as review_module
 from webhook.app import create_app, create_health_app, create_metrics_app, webhook_state
 from webhook.rules.wording import IMMUTABLE
@@ -617,9 +618,9 @@ async def test_deep_nesting_is_refused_naming_the_limit(
 
 
 def test_depth_counts_containers() -> None:
-    assert review_module.depth("x") == 0
-    assert review_module.depth([]) == 1
-    assert review_module.depth({"a": [1, {"b": {}}]}) == 4
+    assert admission.depth("x") == 0
+    assert admission.depth([]) == 1
+    assert admission.depth({"a": [1, {"b": {}}]}) == 4
 
 
 async def test_metrics_have_process_series_and_no_created_series(

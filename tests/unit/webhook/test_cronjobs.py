@@ -11,9 +11,9 @@ from typing import Any
 import jsonpatch
 import pytest
 
+from webhook.admission import Kind
 from webhook.cronjob_review import answer
 from webhook.cronjobs import defaulted, mutation_patch, validate_cronjob
-from webhook.review import Kind
 from webhook.settings import Settings
 
 SETTINGS = Settings()

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from shared import jsoncodec
 from shared.fielderrors import FieldError, Path
 from tests.unit.webhook.test_review_properties import SETTINGS, mutated_jobs, valid_job
-from webhook import memo, podtemplate, review, validation
+from webhook import admission, memo, podtemplate, review, validation
 from webhook.defaulting import default_job
 from webhook.settings import Settings
 
@@ -198,7 +198,7 @@ def test_bodies_the_fast_decoder_refuses_decode_as_before(body: bytes) -> None:
 
 def test_bad_json_keeps_the_standard_error_message() -> None:
     answer = review.decode(b'{"request": ')
-    assert isinstance(answer, review.Answer)
+    assert isinstance(answer, admission.Answer)
     with pytest.raises(ValueError, match="Expecting value") as caught:
         json.loads(b'{"request": ')
     assert answer.body["error"] == f"the body is not JSON: {caught.value}"

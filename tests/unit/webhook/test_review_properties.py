@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from shared import labels
 from webhook import review
+from webhook.admission import Kind
 from webhook.app import create_app
-from webhook.review import Kind
 from webhook.settings import Settings
 
 SETTINGS = Settings()
