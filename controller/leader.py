@@ -14,16 +14,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from kubeio.client import LEASES
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
 from kubeio.kubelike import KubeLike
+from shared.wire import WireObject
 
 log = logging.getLogger(__name__)
-
-WireObject = dict[str, Any]
 
 
 class LeaseApi(Protocol):

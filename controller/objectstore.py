@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from kubeio.client import Resource
 from kubeio.informer import Reflector, WatchSpec
 from kubeio.kubelike import KubeLike
 from kubeio.managedfields import drop_field_sets
 from shared.objectkeys import object_key
+from shared.wire import WireObject
 
-WireObject = dict[str, Any]
 OnChange = Callable[[WireObject | None, WireObject | None], None]
 
 

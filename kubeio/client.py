@@ -39,8 +39,8 @@ from kubeio.errors import (
 )
 from kubeio.managedfields import without_managed_fields
 from shared import jsoncodec
+from shared.wire import WireObject
 
-WireObject = dict[str, Any]
 # The official client's connection object; the processes hold it only through this name.
 ApiClient = client.ApiClient
 Configuration = client.Configuration

@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from shared.wire import WireObject
+
 if TYPE_CHECKING:
-    from kubeio.client import Resource, WireObject
+    from kubeio.client import Resource
 
 
 class KubeLike(Protocol):

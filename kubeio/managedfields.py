@@ -9,11 +9,11 @@ entries would replace them.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
+
+from shared.wire import WireObject
 
 FIELD_SET_KEYS: Final = ("fieldsV1",)
-
-WireObject = dict[str, Any]
 
 
 def drop_field_sets(obj: WireObject) -> WireObject:

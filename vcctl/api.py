@@ -30,13 +30,13 @@ from kubeio.client import (
     SECRETS,
     WORKLOADS,
     Kube,
-    WireObject,
     configuration_from_kubeconfig,
     load_user_configuration,
     new_api_client,
 )
 from kubeio.errors import KubeconfigError, KubeError, NotFoundError
 from shared.labels import JOB_NAME_KEY
+from shared.wire import WireObject
 
 T = TypeVar("T")
 # A CLI makes a handful of calls: no client-side rate limit, fail fast when the server is away.

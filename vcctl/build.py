@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import secrets
 import string
-from typing import Any, Final
+from typing import Final
 
 from shared import labels, quantity
 from shared.models import FINISHED_PHASES, JobPhase, PolicyAction
+from shared.wire import WireObject, phase_of
 
-WireObject = dict[str, Any]
 _SUFFIX_ALPHABET: Final = string.ascii_lowercase + string.digits
 COMMAND_NAMESPACE: Final = "default"
 # The phases in which the controller carries out a Command of the CLI (controller.job.decide.
@@ -61,7 +61,7 @@ def command_refusal(job: WireObject, action: str) -> str | None:
     """Why a suspend (AbortJob) or resume (ResumeJob) Command could do nothing for the job in its
     current phase; None when the controller will carry it out."""
     meta = job.get("metadata") or {}
-    raw = ((job.get("status") or {}).get("state") or {}).get("phase") or ""
+    raw = phase_of(job)
     try:
         phase = JobPhase(raw)
     except ValueError:

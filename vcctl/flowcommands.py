@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import click
 
+from shared.wire import WireObject
 from vcctl import manifests, render, render_flows
 from vcctl.api import ApiError
 from vcctl.common import (
@@ -26,8 +26,6 @@ from vcctl.common import (
     output_option,
     reported,
 )
-
-WireObject = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any
 import click
 import yaml
 
+from shared.wire import WireObject
 from vcctl import render, why
 from vcctl.api import VolcanoApi
 from vcctl.build import build_command, build_run_job, command_refusal, parse_resources
@@ -218,11 +219,11 @@ def why_command(
     click.echo(why.explain(facts))
 
 
-def _dispatched_facts(api: VolcanoApi, namespace: str, job: why.WireObject) -> why.WhyFacts:
+def _dispatched_facts(api: VolcanoApi, namespace: str, job: WireObject) -> why.WhyFacts:
     """A job MultiKueue dispatches runs elsewhere: its Workload here and each worker's copy."""
     uid = str((job.get("metadata") or {}).get("uid") or "")
     workload = api.find_job_workload(namespace, uid)
-    workers: dict[str, why.WireObject | str] = {}
+    workers: dict[str, WireObject | str] = {}
     if workload is not None:
         name_there = str(workload["metadata"]["name"])
         for cluster in why.clusters_to_ask(workload):
@@ -230,7 +231,7 @@ def _dispatched_facts(api: VolcanoApi, namespace: str, job: why.WireObject) -> w
     return why.WhyFacts(job, workload=workload, worker_workloads=workers)
 
 
-def _local_facts(api: VolcanoApi, namespace: str, name: str, job: why.WireObject) -> why.WhyFacts:
+def _local_facts(api: VolcanoApi, namespace: str, name: str, job: WireObject) -> why.WhyFacts:
     """A job that runs here: its PodGroup (Volcano's or Kubernetes' own), Queue, pods, events."""
     uid = str((job.get("metadata") or {}).get("uid") or "")
     expected = f"{name}-{uid}"

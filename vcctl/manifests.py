@@ -4,13 +4,10 @@ command handles. A problem is a ValueError in one line, naming the file and the 
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
 
 from shared.models.flow import FLOW_API_VERSION
-
-WireObject = dict[str, Any]
+from shared.wire import WireObject
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

@@ -12,8 +12,7 @@ import yaml
 
 from shared import plugins
 from shared.rfc3339 import parse_time
-
-WireObject = dict[str, Any]
+from shared.wire import WireObject, state_phase
 
 JOB_TYPE_LABEL: Final = "volcano.sh/job-type"
 NO_RESOURCES: Final = "No resources found"
@@ -82,7 +81,7 @@ def job_cells(job: WireObject, zone: tzinfo | None, wide: bool) -> list[str]:
     spec = job.get("spec") or {}
     cells = [
         _creation(job, zone),
-        str((status.get("state") or {}).get("phase") or ""),
+        state_phase(status),
         str((meta.get("labels") or {}).get(JOB_TYPE_LABEL) or "Batch"),
         str(_replicas(job)),
         str(status.get("minAvailable") or 0),
@@ -300,7 +299,7 @@ def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> st
     if status.get("retryCount"):
         _lines(out, 1, "Retry Count", status["retryCount"])
     _lines(out, 1, "State")
-    _lines(out, 2, "Phase", (status.get("state") or {}).get("phase", ""))
+    _lines(out, 2, "Phase", state_phase(status))
     suspended = _suspended_condition(status)
     if suspended is not None:
         # Why a suspended job waits (Kueue's reason when Kueue queues it).

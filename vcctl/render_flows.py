@@ -6,12 +6,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from shared.models.flow import FLOW_API_VERSION
+from shared.wire import WireObject, phase_of
 from vcctl.render import NO_RESOURCES, dump, padded_table, since
-
-WireObject = dict[str, Any]
 
 COLUMN_SPACING: Final = 4
 JOBFLOW_COLUMNS: Final = ("Name", "Namespace", "Phase", "Age")
@@ -32,7 +31,7 @@ def jobflow_table(flows: Sequence[WireObject], now: datetime) -> str:
         [
             str(_meta(f).get("name") or ""),
             str(_meta(f).get("namespace") or ""),
-            str(((f.get("status") or {}).get("state") or {}).get("phase") or ""),
+            phase_of(f),
             since(_meta(f).get("creationTimestamp"), now),
         ]
         for f in flows

@@ -9,9 +9,8 @@ from typing import Any, Final
 
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
 from shared.rfc3339 import parse_time
+from shared.wire import WireObject
 from vcctl.render import NO_RESOURCES, padded_table, since
-
-WireObject = dict[str, Any]
 
 COLUMN_SPACING: Final = 8
 POD_COLUMNS: Final = ("Name", "Ready", "Status", "Restart", "Age")

@@ -9,8 +9,8 @@ from typing import Any, Final
 
 from shared import conditions, labels
 from shared.models import FINISHED_PHASES
+from shared.wire import WireObject
 
-WireObject = dict[str, Any]
 # How many pods and events per pod are shown: one screen.
 MAX_PODS: Final = 8
 EVENTS_PER_OBJECT: Final = 2

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from controller.cronjob.decide import Child, Decision, decide, format_time, parse_time
 from controller.keyworkers import KeyWorkers
-from controller.objectstore import Informer, WireObject, key_of
+from controller.objectstore import Informer, key_of
 from kubeio.client import JOBS, Resource
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
@@ -24,6 +24,7 @@ from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
 from shared import labels
 from shared.models.cronjob import CRONJOB_KIND, CronJob
+from shared.wire import WireObject
 
 log = logging.getLogger(__name__)
 

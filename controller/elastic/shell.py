@@ -43,6 +43,7 @@ from kubeio.client import EVENTS, JOBS, PODS, ApiClient, Kube, Resource
 from kubeio.errors import KubeError, NotFoundError, TransientError
 from kubeio.kubelike import KubeLike
 from shared.rfc3339 import format_time
+from shared.wire import WireObject
 
 log = logging.getLogger("controller.elastic")
 
@@ -56,8 +57,6 @@ SCORE_BUCKETS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 DEFAULT_MIN_SPACING: Final = 0.2
 #: The longest the loop waits without looking at its stop event.
 _POLL_SECONDS: Final = 0.5
-
-WireObject = dict[str, Any]
 
 
 class ElasticMetrics:

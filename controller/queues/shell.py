@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from controller.keyworkers import KeyWorkers
-from controller.objectstore import Informer, WireObject
+from controller.objectstore import Informer
 from controller.queues.decide import (
     CLOSED,
     CLOSED_BY_PARENT,
@@ -32,6 +32,7 @@ from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
 from shared import labels
 from shared.objectkeys import object_key
+from shared.wire import WireObject
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,7 @@ from typing import Any, Final
 
 from controller.job.decide.podgroup import pod_spec_usage
 from shared import labels, quantity
-
-WireObject = dict[str, Any]
+from shared.wire import WireObject
 
 PODGROUP_PREFIX: Final = "podgroup-"
 GROUP_NAME_ANNOTATION: Final = labels.POD_GROUP_KEY

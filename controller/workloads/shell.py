@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from controller.keyworkers import KeyWorkers
-from controller.objectstore import Informer, WireObject, key_of
+from controller.objectstore import Informer, key_of
 from controller.workloads.decide import (
     ANNOTATED_OWNER_KINDS,
     GROUP_NAME_ANNOTATION,
@@ -25,6 +25,7 @@ from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
 from shared import labels
+from shared.wire import WireObject
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,9 @@ from typing import Any
 
 import jsonpatch
 
-from kubeio.client import MERGE_PATCH, Resource, WireObject
+from kubeio.client import MERGE_PATCH, Resource
 from kubeio.errors import AlreadyExistsError, ConflictError, NotFoundError, PermanentError
+from shared.wire import WireObject
 
 JSON_PATCH = "application/json-patch+json"
 

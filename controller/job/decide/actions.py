@@ -28,10 +28,11 @@ from controller.job.decide import (
 from controller.job.decide import status as status_mod
 from controller.job.decide import timers as timers_mod
 from controller.job.decide.draft import Draft, JobRound
-from controller.job.decide.model import EventRecord, WireObject
+from controller.job.decide.model import EventRecord
 from controller.job.decide.policies import Decision
 from controller.job.decide.state import Kill, Transition
 from shared.models import JobPhase, PolicyAction
+from shared.wire import WireObject
 
 TARGETED = frozenset(
     {PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD, PolicyAction.RESTART_PARTITION}

@@ -24,10 +24,11 @@ from controller.job.decide import (
     volumes,
 )
 from controller.job.decide.draft import Draft, JobRound
-from controller.job.decide.model import EventRecord, WireObject
+from controller.job.decide.model import EventRecord
 from controller.job.decide.podgen import PodContext, build_pod
 from shared import labels
 from shared.models import JobPhase
+from shared.wire import WireObject
 
 PVC_RECHECK = timedelta(seconds=10)
 

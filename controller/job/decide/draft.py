@@ -21,13 +21,13 @@ from controller.job.decide.model import (
     Observed,
     Plan,
     PlanSettings,
-    WireObject,
 )
 from controller.job.decide.plugins import JobPlugin, build_plugins
 from controller.job.decide.statuscodec import StatusDraft, decode
 from shared import labels
 from shared.models import Job, JobPhase, TaskSpec
 from shared.models.job import RetryPolicy
+from shared.wire import WireObject
 
 # After a phase change, look again soon even if no watch event arrives.
 FOLLOW_UP = timedelta(seconds=1)

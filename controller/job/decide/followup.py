@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.job.decide.model import Plan
+from shared.wire import phase_of, state_phase
 
 
 def follow_up_needed(job: dict[str, Any], plan: Plan, objects_written: int) -> bool:
@@ -15,8 +16,8 @@ def follow_up_needed(job: dict[str, Any], plan: Plan, objects_written: int) -> b
     of them, and changed no phase other than a new job's first Pending: the cache holds each
     created object as the API returned it, the status written already counts the created pods,
     and nothing is left to carry out, so another reconcile would plan nothing."""
-    before = ((job.get("status") or {}).get("state") or {}).get("phase")
-    after = ((plan.status or {}).get("state") or {}).get("phase")
+    before = phase_of(job)
+    after = state_phase(plan.status)
     phase_changed = plan.status is not None and after != before
     if not (objects_written > 0 or phase_changed):
         return False
@@ -29,5 +30,5 @@ def follow_up_needed(job: dict[str, Any], plan: Plan, objects_written: int) -> b
         or plan.delete_job
     )
     all_created = only_creates and objects_written == len(plan.create)
-    first_phase = before is None and after == "Pending"
+    first_phase = before == "" and after == "Pending"
     return not (all_created and (first_phase or not phase_changed))

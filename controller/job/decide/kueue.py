@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from controller.job.decide import suspension
 from shared import labels
+from shared.wire import WireObject
 
 GROUP: Final = "kueue.x-k8s.io"
 VERSION: Final = "v1beta2"
@@ -53,8 +54,6 @@ REQUEUED: Final = "Requeued"
 # Evictions after which Kueue queues the Workload again at once (Requeued True); after any other
 # (an admission check's Retry, say) its workload controller does, once its backoff is over.
 REQUEUED_AT_ONCE: Final = frozenset({"Preempted", "NodeFailures"})
-
-WireObject = dict[str, Any]
 
 
 def queue_name(job: Mapping[str, Any]) -> str | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-WireObject = dict[str, Any]
+from shared.wire import WireObject
 
 
 @dataclass(frozen=True)

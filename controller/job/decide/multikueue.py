@@ -19,6 +19,7 @@ from controller.job.decide import status as status_mod
 from controller.job.decide.model import Plan
 from shared import labels
 from shared.models import JobPhase
+from shared.wire import phase_of
 
 MANAGED_BY: Final = labels.MANAGED_BY_MULTIKUEUE
 
@@ -32,7 +33,7 @@ def dispatched(job: Mapping[str, Any]) -> bool:
 
 def mirrored_outcome(job: Mapping[str, Any]) -> bool | None:
     """What the mirrored status says: True Completed, False Failed or Terminated, None running."""
-    phase = ((job.get("status") or {}).get("state") or {}).get("phase")
+    phase = phase_of(job)
     if phase == JobPhase.COMPLETED.value:
         return True
     if phase in (JobPhase.FAILED.value, JobPhase.TERMINATED.value):

@@ -24,8 +24,7 @@ from controller.job.decide.podgen import child_metadata, joins_native_gang
 from controller.job.decide.podgroup import job_min_available, task_min_available
 from shared import labels
 from shared.models import Job
-
-WireObject = dict[str, Any]
+from shared.wire import WireObject
 
 API_VERSION: Final = "scheduling.k8s.io/v1beta1"
 WORKLOAD_KIND: Final = "Workload"

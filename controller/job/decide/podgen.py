@@ -14,8 +14,7 @@ from typing import Any, Protocol
 from shared import labels
 from shared.models import Job, TaskSpec
 from shared.models.job import PARTITION_ID_LABEL
-
-WireObject = dict[str, Any]
+from shared.wire import WireObject
 
 # Job keys Volcano copies onto pods for its scheduler plugins, after the template's own keys so
 # the job's value wins: these go label → label and annotation → annotation …

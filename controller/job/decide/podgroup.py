@@ -11,8 +11,7 @@ from controller.job.decide.podgen import child_metadata, queue_of
 from shared import gang, labels, podresources, quantity
 from shared.models import Job, TaskSpec
 from shared.models.job import PARTITION_ID_LABEL, NetworkTopology
-
-WireObject = dict[str, Any]
+from shared.wire import WireObject
 
 # Volcano's job controller creates pods once the PodGroup is past Pending: a gang gone Unknown
 # gets its missing pods back, so that it can run again.

@@ -7,8 +7,6 @@ from typing import Any
 
 from shared import labels
 
-WireObject = dict[str, Any]
-
 PENDING = "Pending"
 RUNNING = "Running"
 SUCCEEDED = "Succeeded"

@@ -9,8 +9,7 @@ from typing import Any
 
 from controller.job.decide.podgen import child_metadata, name_suffix
 from shared.models import Job
-
-WireObject = dict[str, Any]
+from shared.wire import WireObject
 
 
 def generated_claim_name(job: Job, index: int) -> str:

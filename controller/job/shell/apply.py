@@ -21,7 +21,6 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from controller.job.decide import prunedfields
 from controller.job.decide.model import ObjectRef, Plan
@@ -41,10 +40,10 @@ from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
 from shared.labels import OUT_OF_SYNC_KEY
 from shared.objectkeys import object_key
+from shared.wire import WireObject, phase_of, state_phase
 
 log = logging.getLogger(__name__)
 
-WireObject = dict[str, Any]
 
 # Pods of one job are created this many at a time (Volcano creates them in parallel too).
 CREATE_PARALLELISM = 8
@@ -341,7 +340,7 @@ class Applier:
         body = copy.copy(job)
         body["status"] = status
         meta = job["metadata"]
-        old_phase = ((job.get("status") or {}).get("state") or {}).get("phase")
+        old_phase = phase_of(job)
         try:
             written = self._kube.replace_status(JOBS, meta["namespace"], body)
         except NotFoundError:
@@ -361,7 +360,7 @@ class Applier:
         written.setdefault("kind", "Job")
         self._cache.store_written("Job", written)
         self._note_pruned(status, written)
-        new_phase = (status.get("state") or {}).get("phase")
+        new_phase = state_phase(status)
         if new_phase and new_phase != old_phase:
             self._metrics.phase_transitions.labels(phase=new_phase).inc()
             queue = str((job.get("spec") or {}).get("queue") or "")

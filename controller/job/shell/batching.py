@@ -7,9 +7,9 @@ from collections.abc import Iterable
 
 from controller.job.decide.urgency import reacts_at_once
 from controller.job.shell.cache import Cache
-from kubeio.client import WireObject
 from kubeio.workqueue import WorkQueue
 from shared.objectkeys import object_key
+from shared.wire import WireObject
 
 
 class BatchingStore:

@@ -12,15 +12,13 @@ import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from controller.job.decide.model import PodEdge
 from kubeio.managedfields import drop_field_sets
 from shared import objectkeys
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY, OUT_OF_SYNC_KEY
 from shared.objectkeys import object_key
-
-WireObject = dict[str, Any]
+from shared.wire import WireObject
 
 JOB = "Job"
 POD = "Pod"

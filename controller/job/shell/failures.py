@@ -8,10 +8,11 @@ import copy
 import logging
 
 from controller.job.shell.cache import Cache
-from kubeio.client import JOBS, WireObject
+from kubeio.client import JOBS
 from kubeio.errors import KubeError, NotFoundError
 from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
+from shared.wire import WireObject
 
 log = logging.getLogger(__name__)
 

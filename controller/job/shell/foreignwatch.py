@@ -10,9 +10,9 @@ from datetime import datetime
 
 from controller.job.decide import foreignwriters
 from controller.job.decide.suspension import managed_by_other
-from kubeio.client import WireObject
 from kubeio.informer import Store
 from shared.objectkeys import object_key
+from shared.wire import WireObject
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,7 @@ from typing import Any
 
 from controller.job.decide.model import Observed, PodEdge
 from controller.job.shell.cache import JobView
-
-WireObject = dict[str, Any]
+from shared.wire import WireObject
 
 
 def _uid(obj: WireObject) -> str:

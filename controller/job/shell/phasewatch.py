@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable
 from controller.elastic.decide.views import job_phase
 from controller.elastic.decide.wake import has_elastic_task, wakes_autoscaler
 from controller.job.shell.cache import Cache
-from kubeio.client import WireObject
 from shared.objectkeys import object_key
+from shared.wire import WireObject
 
 
 class JobPhaseStore:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from controller.job.decide.blocked import queue_verdict_changed
-from controller.job.shell.cache import QUEUE, Cache, WireObject
+from controller.job.shell.cache import QUEUE, Cache
 from shared.objectkeys import object_key
+from shared.wire import WireObject
 
 
 class QueueStore:

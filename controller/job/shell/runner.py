@@ -51,7 +51,6 @@ from kubeio.client import (
     WORKLOADS,
     ApiClient,
     Kube,
-    WireObject,
     pooled_copy,
 )
 from kubeio.clock import Clock, RealClock
@@ -63,6 +62,7 @@ from kubeio.workqueue import WorkQueue
 from shared import objectkeys
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
 from shared.objectkeys import object_key
+from shared.wire import WireObject
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,7 @@ from typing import Any, Final
 from shared.models.flow import (
     DEFAULT_DEPENDENCY_PHASES,
 )
-
-WireObject = dict[str, Any]
-
+from shared.wire import WireObject
 
 FINISHED: Final = frozenset({"Completed", "Failed", "Terminated"})
 
@@ -36,10 +34,6 @@ def job_name(flow_name: str, step: str) -> str:
 def object_string(namespace: str, name: str) -> str:
     """Volcano's `<namespace>.<name>` value of the createdBy labels and annotations."""
     return f"{namespace}.{name}"
-
-
-def phase_of(job: WireObject) -> str:
-    return str(as_object(as_object(job.get("status")).get("state")).get("phase") or "")
 
 
 def steps_of(flow: WireObject) -> dict[str, WireObject]:

@@ -9,7 +9,6 @@ from typing import Any
 
 from controller.jobflow.decide.flow import (
     MAX_LABEL_VALUE,
-    WireObject,
     as_object,
     job_name,
     object_string,
@@ -22,6 +21,7 @@ from shared.models.flow import (
     FLOW_API_VERSION,
     JOBFLOW_KIND,
 )
+from shared.wire import WireObject
 
 
 def _merge(base: Any, patch: Any) -> Any:

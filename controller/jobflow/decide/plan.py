@@ -29,13 +29,11 @@ from typing import Final, Literal
 from controller.jobflow.decide.flow import (
     FAILURES,
     FINISHED,
-    WireObject,
     accepted_phases,
     as_list,
     as_object,
     job_name,
     object_string,
-    phase_of,
     steps_of,
     targets_of,
 )
@@ -53,6 +51,7 @@ from shared.models.flow import (
     FlowPhase,
     RetainPolicy,
 )
+from shared.wire import WireObject, phase_of
 
 # Volcano's status lists: the phases listed under their own name (Completing and Terminating
 # are known but listed nowhere); any other phase goes to unKnowJobs.
@@ -195,7 +194,7 @@ def handled_failures(flow: WireObject) -> set[tuple[str, str]]:
 
 
 def next_phase(flow: WireObject, state: _Steps) -> str:
-    current = str(as_object(as_object(flow.get("status")).get("state")).get("phase") or "")
+    current = phase_of(flow)
     if current in (FlowPhase.SUCCEED, FlowPhase.FAILED):
         return current
     handled = handled_failures(flow)
@@ -298,7 +297,7 @@ def plan(
     out = FlowPlan()
     flow_name = str(as_object(flow.get("metadata")).get("name") or "")
     state = _classify(flow, jobs, outcomes)
-    before = str(as_object(as_object(flow.get("status")).get("state")).get("phase") or "")
+    before = phase_of(flow)
     phase = next_phase(flow, state)
     retain = as_object(flow.get("spec")).get("jobRetainPolicy")
     if phase == FlowPhase.SUCCEED and retain == RetainPolicy.DELETE:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.jobflow.decide.flow import WireObject, as_list, as_object
+from controller.jobflow.decide.flow import as_list, as_object
+from shared.wire import WireObject
 
 
 @dataclass(frozen=True)

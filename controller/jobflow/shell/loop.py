@@ -13,7 +13,7 @@ from typing import Any, Final
 from controller.jobflow.decide.plan import FlowPlan, plan, probes_to_run, template_status
 from controller.jobflow.shell.probes import run_probes
 from controller.keyworkers import KeyWorkers
-from controller.objectstore import Informer, WireObject, key_of
+from controller.objectstore import Informer, key_of
 from kubeio.client import JOBS, PODS, Resource
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
@@ -27,6 +27,7 @@ from shared.models.flow import (
     JOBFLOW_KIND,
     JOBTEMPLATE_KIND,
 )
+from shared.wire import WireObject
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import socket
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from controller.jobflow.decide.flow import WireObject
 from controller.jobflow.decide.probes import NetworkProbe, ProbeOutcome
+from shared.wire import WireObject
 
 TIMEOUT_SECONDS: Final = 2.0
 

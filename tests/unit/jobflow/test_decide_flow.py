@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from controller.jobflow.decide.flow import accepted_phases, phase_of, steps_of, targets_of
+from controller.jobflow.decide.flow import accepted_phases, steps_of, targets_of
+from shared.wire import phase_of
 
 
 def test_steps_of_keeps_the_first_of_a_name_and_skips_nameless_entries() -> None:

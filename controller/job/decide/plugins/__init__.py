@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.job.decide.model import KeyPair, PlanSettings, WireObject
+from controller.job.decide.model import KeyPair, PlanSettings
 from controller.job.decide.plugins.base import DesiredChild, JobPlugin, PluginContext
 from controller.job.decide.plugins.env import EnvPlugin
 from controller.job.decide.plugins.hcclrank import HcclrankPlugin
@@ -22,6 +22,7 @@ from controller.job.decide.plugins.svc import SvcPlugin
 from controller.job.decide.plugins.tensorflow import TensorflowPlugin
 from shared import plugins as registry
 from shared.models import Job
+from shared.wire import WireObject
 
 
 def _name(cls: type[JobPlugin]) -> str:

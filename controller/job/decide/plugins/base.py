@@ -13,8 +13,7 @@ from shared import labels
 from shared import plugins as registry
 from shared.models import Job, TaskSpec
 from shared.plugins import PluginDescriptor
-
-WireObject = dict[str, Any]
+from shared.wire import WireObject
 
 
 @dataclass(frozen=True)

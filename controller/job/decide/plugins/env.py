@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from controller.job.decide.plugins.base import JobPlugin, WireObject
+from controller.job.decide.plugins.base import JobPlugin
 from controller.job.decide.podgen import containers, set_env
 from shared.models import TaskSpec
 from shared.plugins import env as env_descriptor
+from shared.wire import WireObject
 
 
 class EnvPlugin(JobPlugin):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from controller.job.decide.plugins.base import JobPlugin, WireObject
+from controller.job.decide.plugins.base import JobPlugin
 from shared.models import TaskSpec
 from shared.plugins import hcclrank as hcclrank_descriptor
+from shared.wire import WireObject
 
 RANK_ANNOTATION = "hccl/rankIndex"
 

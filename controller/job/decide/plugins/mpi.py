@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from controller.job.decide.plugins.base import JobPlugin, WireObject, task_hosts
+from controller.job.decide.plugins.base import JobPlugin, task_hosts
 from controller.job.decide.podgen import add_port, containers, set_env
 from shared.models import TaskSpec
 from shared.plugins import mpi as mpi_descriptor
+from shared.wire import WireObject
 
 PORT_NAME = "mpijob-port"
 

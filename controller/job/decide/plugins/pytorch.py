@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from controller.job.decide.plugins.base import JobPlugin, WireObject
+from controller.job.decide.plugins.base import JobPlugin
 from controller.job.decide.podgen import add_port, containers, set_env
 from shared import labels
 from shared.models import Job, TaskSpec
 from shared.plugins import pytorch as pytorch_descriptor
+from shared.wire import WireObject
 
 PORT_NAME = "pytorchjob-port"
 WAIT_CONTAINER = "wait-for-master"

@@ -3,11 +3,12 @@ the Service `<job>-head-svc`."""
 
 from __future__ import annotations
 
-from controller.job.decide.plugins.base import DesiredChild, JobPlugin, WireObject
+from controller.job.decide.plugins.base import DesiredChild, JobPlugin
 from controller.job.decide.podgen import child_metadata, job_labels
 from shared import labels
 from shared.models import TaskSpec
 from shared.plugins import ray as ray_descriptor
+from shared.wire import WireObject
 
 GCS, DASHBOARD, CLIENT = "gcs", "dashboard", "client-server"
 

@@ -12,10 +12,11 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from controller.job.decide.plugins.base import DesiredChild, JobPlugin, WireObject, task_hosts
+from controller.job.decide.plugins.base import DesiredChild, JobPlugin, task_hosts
 from controller.job.decide.podgen import add_mount, add_volume, child_metadata, containers
 from shared.models import TaskSpec
 from shared.plugins import ssh as ssh_descriptor
+from shared.wire import WireObject
 
 DEFAULT_SSH_PATH = "/root/.ssh"
 DEFAULT_SSH_PORT = 22

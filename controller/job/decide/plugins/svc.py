@@ -5,7 +5,6 @@ from __future__ import annotations
 from controller.job.decide.plugins.base import (
     DesiredChild,
     JobPlugin,
-    WireObject,
     env_task_name,
     task_hosts,
 )
@@ -19,6 +18,7 @@ from controller.job.decide.podgen import (
 )
 from shared.models import TaskSpec
 from shared.plugins import svc as svc_descriptor
+from shared.wire import WireObject
 
 HOSTS_MOUNT_PATH = "/etc/volcano"
 

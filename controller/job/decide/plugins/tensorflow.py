@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
-from controller.job.decide.plugins.base import JobPlugin, WireObject, task_hosts
+from controller.job.decide.plugins.base import JobPlugin, task_hosts
 from controller.job.decide.podgen import containers, set_env
 from shared.models import TaskSpec
 from shared.plugins import tensorflow as tensorflow_descriptor
+from shared.wire import WireObject
 
 ROLES = ("ps", "worker", "chief", "evaluator")
 
