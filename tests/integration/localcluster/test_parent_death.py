@@ -7,13 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from localcluster.children import with_parent_death_signal
+from tests.support import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG")
 
@@ -34,6 +34,7 @@ while True:
 PARENT = """
 import signal, subprocess, sys, time
 from localcluster.children import with_parent_death_signal
+from tests.support import wait_until
 argv = with_parent_death_signal(
     [sys.executable, "-c", sys.argv[1], sys.argv[2]], signal.Signals(int(sys.argv[3]))
 )
@@ -50,15 +51,6 @@ def alive(pid: int) -> bool:
             return stat.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-
-
-def wait_for(condition: Callable[[], bool], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture
@@ -85,7 +77,11 @@ def kill_parent_of(
     assert parent.stdout is not None
     child_pid = int(parent.stdout.readline())
     component_pids.append(child_pid)
-    assert wait_for(lambda: report.exists() and report.read_text() == "running", 30)
+    wait_until(
+        "the child to report it runs",
+        lambda: report.exists() and report.read_text() == "running",
+        30,
+    )
     parent.kill()
     parent.wait(10)
     return child_pid, report
@@ -101,7 +97,7 @@ def test_a_component_given_sigkill_dies_with_its_parent_even_if_it_ignores_sigte
     tmp_path: Path, component_pids: list[int]
 ) -> None:
     child_pid, report = kill_parent_of(tmp_path, signal.SIGKILL, component_pids)
-    assert wait_for(lambda: not alive(child_pid), 30)
+    wait_until("the child to be gone", lambda: not alive(child_pid), 30)
     assert report.read_text() == "running"
 
 
@@ -109,5 +105,5 @@ def test_a_component_gets_the_signal_chosen_for_it(
     tmp_path: Path, component_pids: list[int]
 ) -> None:
     child_pid, report = kill_parent_of(tmp_path, signal.SIGHUP, component_pids)
-    assert wait_for(lambda: report.read_text() == "SIGHUP", 30)
-    assert wait_for(lambda: not alive(child_pid), 30)
+    wait_until("the child to report SIGHUP", lambda: report.read_text() == "SIGHUP", 30)
+    wait_until("the child to be gone", lambda: not alive(child_pid), 30)
