@@ -228,7 +228,8 @@ def test_certificate_files_replaced_under_load(start_webhook: StartWebhook, tmp_
     webhook = start_webhook(cert_dir=certs)
 
     def replace(pair: certgen.KeyPair) -> None:
-        # Written in place, one file after the other, as a careless rotation would.
+        # Written in place, one file after the other with a gap between them (no condition to
+        # wait for: the gap is the careless rotation the webhook must survive).
         (certs / "tls.crt").write_bytes(pair.cert_pem)
         time.sleep(0.3)
         (certs / "tls.key").write_bytes(pair.key_pem)
@@ -271,10 +272,12 @@ def test_sigterm_drops_readiness_keeps_serving_then_exits(start_webhook: StartWe
     context = ssl.create_default_context(cafile=webhook.ca)
     assert httpx.get(webhook.health_url + "/readyz", timeout=5).status_code == 200
     webhook.terminate()
-    deadline = time.monotonic() + 5
-    while httpx.get(webhook.health_url + "/readyz", timeout=5).status_code != 503:
-        assert time.monotonic() < deadline, "readiness never dropped"
-        time.sleep(0.05)
+    wait_until(
+        "readiness to drop",
+        lambda: httpx.get(webhook.health_url + "/readyz", timeout=5).status_code == 503,
+        5,
+        interval=0.05,
+    )
     with httpx.Client(verify=context, timeout=5) as client:
         response = client.post(webhook.url + labels.VALIDATE_PATH, json=review(job()))
     assert response.json()["response"]["allowed"] is True
