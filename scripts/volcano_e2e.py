@@ -160,6 +160,28 @@ def scheduler_configmap(conf: str) -> dict[str, object]:
     }
 
 
+@dataclass(frozen=True)
+class SchedulerPaths:
+    """Where vc-scheduler's files go. It watches the whole folder of its configuration file and
+    reloads on any write there, so that folder holds the configuration alone (as kubelet's
+    ConfigMap mount does): with its own log beside it, every line it logged reloaded the
+    configuration, which logged a line again."""
+
+    conf_file: Path
+    log: Path
+    cache_dump_dir: Path
+    plugins_dir: Path
+
+
+def scheduler_paths(folder: Path) -> SchedulerPaths:
+    return SchedulerPaths(
+        conf_file=folder / "config" / SCHEDULER_CONF_KEY,
+        log=folder / "vc-scheduler.log",
+        cache_dump_dir=folder / "dump",
+        plugins_dir=folder / "plugins",
+    )
+
+
 class VolcanoScheduler:
     """vc-scheduler against the cluster with the CI configuration; a thread copies the
     ConfigMap's configuration into the file the scheduler watches, as kubelet does for its pod."""
@@ -169,8 +191,10 @@ class VolcanoScheduler:
     ):
         self._kubectl = list(kubectl)
         self._stop = threading.Event()
-        folder.mkdir(parents=True, exist_ok=True)
-        self.conf_file = folder / SCHEDULER_CONF_KEY
+        paths = scheduler_paths(folder)
+        for directory in (paths.conf_file.parent, paths.cache_dump_dir, paths.plugins_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+        self.conf_file = paths.conf_file
         conf = (src / SCHEDULER_CONF).read_text()
         self.conf_file.write_text(conf)
         subprocess.run(
@@ -183,7 +207,7 @@ class VolcanoScheduler:
             capture_output=True,
             check=True,
         )
-        self.log = folder / "vc-scheduler.log"
+        self.log = paths.log
         argv = [
             str(binary),
             f"--kubeconfig={kubeconfig}",
@@ -193,8 +217,8 @@ class VolcanoScheduler:
             "--leader-elect=false",
             f"--listen-address=127.0.0.1:{testing.free_port()}",
             f"--healthz-address=127.0.0.1:{testing.free_port()}",
-            f"--cache-dump-dir={folder}",
-            f"--plugins-dir={folder / 'plugins'}",
+            f"--cache-dump-dir={paths.cache_dump_dir}",
+            f"--plugins-dir={paths.plugins_dir}",
             "-v=3",
         ]
         with self.log.open("wb") as out:

@@ -101,3 +101,14 @@ def test_the_scheduler_configmap_is_the_one_the_suites_rewrite() -> None:
         "namespace": "volcano-system",
     }
     assert configmap["data"] == {"volcano-scheduler-ci.conf": "actions: enqueue"}
+
+
+def test_the_scheduler_configuration_is_alone_in_the_folder_the_scheduler_watches(
+    tmp_path: Path,
+) -> None:
+    # vc-scheduler reloads its configuration on any write in the configuration's folder.
+    paths = volcano_e2e.scheduler_paths(tmp_path)
+    watched = paths.conf_file.parent
+    assert paths.conf_file.name == "volcano-scheduler-ci.conf"
+    for written in (paths.log, paths.cache_dump_dir, paths.plugins_dir):
+        assert watched not in (written, *written.parents), written
