@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import yaml
+from _controllerbench import process_cpu_seconds, status_mb
 
 from kubeio.client import JOBS, QUEUES, Kube, Resource
 from kubeio.errors import AlreadyExistsError, KubeError
@@ -477,16 +478,6 @@ def bundled_slice(
 # Processes and cluster
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100.0
-
-
-def rss_mb(pid: int) -> float:
-    match = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
-    return int(match.group(1)) / 1024 if match else float("nan")
-
-
 @dataclass
 class Running:
     contender: Contender
@@ -705,8 +696,8 @@ def measure(
             for target in [*(r.contender.name for r in order), "none"]:
                 namespace = f"bench-{target}"
                 owner = next((r for r in running if r.contender.name == target), None)
-                metrics_before = admission_histograms(apiserver.metrics())
-                cpu_before = cpu_seconds(owner.process.pid) if owner else 0.0
+                metrics_before = admission_histograms(apiserver.metrics()) if owner else {}
+                cpu_before = process_cpu_seconds(owner.process.pid) if owner else 0.0
                 part = load(
                     apiserver.url, apiserver.port, JOBS.path(namespace),
                     body_templates(namespace, direct=False), api_headers, prefix, connections,
@@ -714,7 +705,7 @@ def measure(
                 figure = figures.setdefault(("create", target, connections), Figures())
                 figure.slices.append(part)
                 if owner is not None:
-                    figure.cpu_seconds += cpu_seconds(owner.process.pid) - cpu_before
+                    figure.cpu_seconds += process_cpu_seconds(owner.process.pid) - cpu_before
                     metrics_after = admission_histograms(apiserver.metrics())
                     for name in (owner.contender.mutating_name, owner.contender.validating_name):
                         delta = histogram_delta(
@@ -731,14 +722,14 @@ def measure(
                     ("validate", contender.validate_path),
                     ("mutate", contender.mutate_path),
                 ):
-                    cpu_before = cpu_seconds(runner.process.pid)
+                    cpu_before = process_cpu_seconds(runner.process.pid)
                     part = load(
                         f"https://127.0.0.1:{runner.port}", runner.port, path, bodies,
                         direct_headers, f"{prefix}{what}", connections,
                     )  # fmt: skip
                     figure = figures.setdefault((what, contender.name, connections), Figures())
                     figure.slices.append(part)
-                    figure.cpu_seconds += cpu_seconds(runner.process.pid) - cpu_before
+                    figure.cpu_seconds += process_cpu_seconds(runner.process.pid) - cpu_before
     return figures
 
 
@@ -853,7 +844,7 @@ def run(settings: Settings) -> list[str]:
                 for runner in running:
                     wait_admitting(kube, runner.contender)
                 figures = measure(settings, apiserver, kube, running)
-                rss = {r.contender.name: rss_mb(r.process.pid) for r in running}
+                rss = {r.contender.name: status_mb(r.process.pid, "VmRSS") for r in running}
             finally:
                 for runner in running:
                     _stop(runner.process)

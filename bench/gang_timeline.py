@@ -47,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 # This folder holds a `controller.py`: the package comes first, the folder's own modules after.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 
-from _controllerbench import Profiler  # noqa: E402
+from _controllerbench import Profiler, process_cpu_seconds, status_mb  # noqa: E402
 
 from kubeio.client import JOBS, PODGROUPS, PODS, Kube, Resource  # noqa: E402
 from localcluster.testing import (  # noqa: E402
@@ -62,7 +62,6 @@ NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 NAMESPACE = "gang-timeline"
 TIMEOUT = 900.0
 CLIENTS = 4
-CLK_TCK = 100.0
 
 
 def gang_job(name: str, replicas: int) -> dict[str, Any]:
@@ -236,18 +235,6 @@ def requests_per_job(audit_lines: Iterable[str], jobs: int) -> list[tuple[str, f
     return [(key, count / jobs) for key, count in counts.most_common()]
 
 
-def process_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 @contextlib.contextmanager
 def controller(cluster: LocalCluster, log: Path, extra: Sequence[str]) -> Iterator[int]:
     """vcjob's controller on the cluster; yields its pid once its caches have synced."""
@@ -348,7 +335,7 @@ def main() -> None:
                 raise SystemExit(f"not every pod after {TIMEOUT:.0f}s; see {log}")
             last = max(max(s.pods) for s in timeline.jobs.values() if s.pods)
             cpu = process_cpu_seconds(pid) - cpu_before
-            rss = peak_rss_mb(pid)
+            rss = status_mb(pid, "VmHWM")
             spy.stop()
             timeline.stop()
             if args.requests:

@@ -12,6 +12,9 @@ BENCH = Path(__file__).resolve().parents[3] / "bench"
 
 
 def load(name: str) -> ModuleType:
+    # As each script runs: its folder last on the path, so the modules find each other.
+    if str(BENCH) not in sys.path:
+        sys.path.append(str(BENCH))
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
