@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 WATCH_CONNECTIONS = 26
 
 
+def pool_size(workers: int) -> int:
+    """Connections of the process's client pool: the watches, the workers, the parallel creates."""
+    return WATCH_CONNECTIONS + workers + 2 * CREATE_PARALLELISM
+
+
 class Peer(Protocol):
     """A controller the manager runs."""
 
@@ -64,9 +69,7 @@ class Manager:
         self.settings = settings
         self.clock: Clock = clock or RealClock()
         self.metrics = Metrics()
-        self.api_client = pooled_copy(
-            api_client, WATCH_CONNECTIONS + settings.workers + 2 * CREATE_PARALLELISM
-        )
+        self.api_client = pooled_copy(api_client, pool_size(settings.workers))
         # Every request of the process goes through this pooled client: count it.
         self.metrics.count_rest_requests(self.api_client)
         self.kube = Kube(

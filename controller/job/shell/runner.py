@@ -23,7 +23,7 @@ from controller.job.decide.model import Observed, Plan, PlanSettings
 from controller.job.decide.plan import reconcile as plan_reconcile
 from controller.job.decide.plugins.ssh import needs_generated_key
 from controller.job.decide.suspension import managed_by_other
-from controller.job.shell.apply import CREATE_PARALLELISM, Applier, JobGoneError
+from controller.job.shell.apply import Applier, JobGoneError
 from controller.job.shell.batching import BatchingStore
 from controller.job.shell.cache import QUEUE, WORKLOAD, Cache, JobView
 from controller.job.shell.failures import FailureReports
@@ -32,6 +32,7 @@ from controller.job.shell.observe import build_observed, pvcs_to_look_up, waits_
 from controller.job.shell.phasewatch import JobPhaseStore
 from controller.job.shell.queuewatch import QueueStore
 from controller.job.shell.sshkeys import generate_key_pair
+from controller.manager import pool_size
 from controller.metrics import CONTROLLER, Metrics
 from controller.settings import Settings
 from kubeio.client import (
@@ -123,10 +124,8 @@ class Controller:
         self.metrics = metrics or Metrics()
         self._owns_client = kube is None
         if kube is None:
-            # Our own pool: the watches (the job controller's nine, two for Kueue and two for
-            # Kubernetes' own gang; the queue, CronJob and PodGroup controllers' eleven) hold a
-            # connection each, plus workers and parallel creates.
-            api_client = pooled_copy(api_client, 26 + settings.workers + 2 * CREATE_PARALLELISM)
+            # Alone, our own pool, sized as the process's.
+            api_client = pooled_copy(api_client, pool_size(settings.workers))
             kube = Kube(
                 api_client,
                 qps=settings.qps,
