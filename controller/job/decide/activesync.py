@@ -89,7 +89,7 @@ def sync_pod_group(r: JobRound, d: Draft) -> WireObject | None:
             return None  # the deleted one is still in the cache: wait for it to go
         # The deleted group's uid stays remembered: a stale cache copy of it must never
         # open the gate for the new pods.
-        d.plan.create.insert(0, podgroup.build_pod_group(r.job, r.observed.priority_values))
+        d.plan.create.append(podgroup.build_pod_group(r.job, r.observed.priority_values))
         return None
     updated = podgroup.updated_pod_group(pg, r.job, r.observed.priority_values)
     if updated is not None:

@@ -115,12 +115,14 @@ class EventRecord:
 
 @dataclass
 class Plan:
-    """What to do, in order: annotate → delete → create → update → spec patch → status → events."""
+    """What to do, in order: annotate → delete → create → update → spec patch → status → events.
+    Within create and update, the kind of each object decides its turn (`effectorder`), not its
+    place in the list."""
 
     # Pods (or other children) to mark `volcano.sh/controller-out-of-sync: "true"` before deleting.
     annotate_out_of_sync: list[ObjectRef] = field(default_factory=list)
     delete: list[ObjectRef] = field(default_factory=list)
-    # Full wire objects to create (PodGroup, PVCs, plugin objects, then pods), in this order.
+    # Full wire objects to create: Workload, PodGroup, PVCs, plugin objects, pods.
     create: list[WireObject] = field(default_factory=list)
     # Full wire objects whose desired state differs from what exists (replace by name).
     update: list[WireObject] = field(default_factory=list)

@@ -160,7 +160,7 @@ def sync_children(r: JobRound, d: Draft, *, create: bool) -> None:
             existing = children.get(key)
             if existing is None:
                 if create:
-                    d.plan.create.insert(child_slot(d), desired.obj)
+                    d.plan.create.append(desired.obj)
                 continue
             changed = {
                 k: desired.obj.get(k)
@@ -170,26 +170,11 @@ def sync_children(r: JobRound, d: Draft, *, create: bool) -> None:
             if changed:
                 updated = copy.deepcopy(existing)
                 updated.update(copy.deepcopy(changed))
-                # Before the PodGroup's update, as Volcano's initOnJobUpdate: a conflict on the
-                # PodGroup (its status is written often) must not hold the hosts back.
-                updates = d.plan.update
-                slot = next(
-                    (i for i, o in enumerate(updates) if o.get("kind") == "PodGroup"),
-                    len(updates),
-                )
-                updates.insert(slot, updated)
+                d.plan.update.append(updated)
         entries = memory.plugin_entries(d.memory)
         for memory_key in plugin.descriptor.memory_keys:
             entries.pop(memory_key, None)
         entries.update(plugin.remember())
-
-
-def child_slot(d: Draft) -> int:
-    """Plugin objects go after the PodGroup and PVCs, before pods."""
-    for i, obj in enumerate(d.plan.create):
-        if obj.get("kind") == "Pod":
-            return i
-    return len(d.plan.create)
 
 
 def finish(r: JobRound, d: Draft) -> None:
@@ -238,7 +223,7 @@ def finish(r: JobRound, d: Draft) -> None:
 def apply_kueue(r: JobRound, d: Draft) -> None:
     steps = r.kueue
     if steps.create_workload is not None:
-        d.plan.create.insert(0, steps.create_workload)
+        d.plan.create.append(steps.create_workload)
     if steps.set_suspend is not None:
         patch = d.plan.job_spec_patch or {}
         patch.setdefault("spec", {})["suspend"] = steps.set_suspend

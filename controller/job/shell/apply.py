@@ -22,7 +22,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from controller.job.decide import prunedfields
+from controller.job.decide import effectorder, prunedfields
 from controller.job.decide.model import ObjectRef, Plan
 from controller.job.shell.cache import Cache
 from controller.metrics import Metrics
@@ -243,7 +243,7 @@ class Applier:
             return
         if not proven_alive:
             self._check_job_alive(job, guard_uid or job["metadata"].get("uid"))
-        others = [o for o in objects if o.get("kind") != "Pod"]
+        others = effectorder.creates_in_order(o for o in objects if o.get("kind") != "Pod")
         pods = [o for o in objects if o.get("kind") == "Pod"]
         failure: KubeError | None = None
         for obj in others:
@@ -300,7 +300,7 @@ class Applier:
             raise JobGoneError(gone)
 
     def _update(self, objects: list[WireObject], job: WireObject, namespace: str) -> None:
-        for obj in objects:
+        for obj in effectorder.updates_in_order(objects):
             kind = str(obj.get("kind"))
             res = resource_for(obj)
             ns = str(_meta(obj).get("namespace") or namespace)

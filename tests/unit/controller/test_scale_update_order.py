@@ -8,6 +8,8 @@ from typing import Any
 
 from builders import World, job
 
+from controller.job.decide import effectorder
+
 
 def test_the_hosts_configmap_is_updated_before_the_podgroup_on_scale_down() -> None:
     world = World(job("j").task("w", 2).plugin("svc").build())
@@ -20,7 +22,7 @@ def test_the_hosts_configmap_is_updated_before_the_podgroup_on_scale_down() -> N
     world.job["spec"]["minAvailable"] = 1
     world.job["spec"]["tasks"][0].update(replicas=1, minAvailable=1)
     plan = world.step()
-    kinds = [str(o.get("kind")) for o in plan.update]
+    kinds = [str(o.get("kind")) for o in effectorder.updates_in_order(plan.update)]
     assert "PodGroup" in kinds and "ConfigMap" in kinds
     assert kinds.index("ConfigMap") < kinds.index("PodGroup")
     hosts: dict[str, Any] = next(o for o in plan.update if o["kind"] == "ConfigMap")["data"]
