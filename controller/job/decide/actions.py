@@ -81,7 +81,7 @@ def execute(r: JobRound, d: Draft, decision: Decision, decisions: list[Decision]
     s = d.status
     action = decision.action
     # Targeted restarts due together become one restart (one retry consumed).
-    target = targets(r.pods, decision, decisions if action in TARGETED else ())
+    target = targets(r.pod_objects, decision, decisions if action in TARGETED else ())
     if action == PolicyAction.RESTART_PARTITION and not target.pods:
         return  # no partition to restart: Volcano does nothing at all
     if action in (PolicyAction.RESTART_TASK, PolicyAction.RESTART_POD) and not (
@@ -134,7 +134,7 @@ def execute(r: JobRound, d: Draft, decision: Decision, decisions: list[Decision]
             when,
             cause=cause.value,
             reason=f"{action.value} because {decision.cause}",
-            failed=attempts.failed_pods(r.pods),
+            failed=attempts.failed_pods(r.pod_objects),
             backoff_seconds=backoff,
         )
         not_before = status_mod.rfc3339(r.now + timedelta(seconds=backoff)) if backoff else None
@@ -168,25 +168,20 @@ def kill_for(
         keep_finished = (
             transition.counts_retry and charged and state.is_last_retry(retry_before, r.max_retry)
         )
-        draft.kill(r, d, (p for p in r.pods if not (keep_finished and podview.is_finished(p))))
+        draft.kill(r, d, (p for p in r.pods if not (keep_finished and p.finished)))
         d.status.recorded_succeeded = {}
     elif transition.kill == Kill.TARGET:
-        chosen = [
-            p
-            for p in r.pods
-            if podview.task_of(p) in target.tasks or podview.name_of(p) in target.pods
-        ]
+        chosen = [p for p in r.pods if p.task in target.tasks or p.name in target.pods]
         draft.kill(r, d, chosen)
         for pod in chosen:
-            task, index = podview.task_of(pod), podview.index_of(pod)
-            if task is not None and index is not None:
-                recorded.get(task, set()).discard(index)
+            if pod.task is not None and pod.index is not None:
+                recorded.get(pod.task, set()).discard(pod.index)
         for task in target.tasks:
             recorded.pop(task, None)
     elif transition.kill == Kill.UNFINISHED:
         draft.kill_unfinished(r, d)
     elif transition.kill == Kill.NOT_SUCCEEDED:
-        draft.kill(r, d, (p for p in r.pods if podview.phase(p) != podview.SUCCEEDED))
+        draft.kill(r, d, (p for p in r.pods if p.phase != podview.SUCCEEDED))
 
 
 def deadline_passed(r: JobRound, d: Draft) -> bool:

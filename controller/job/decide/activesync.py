@@ -198,7 +198,7 @@ def create_pods(
         attempt=attempts.current_index(d.status.attempts),
         native_pod_groups=native_pod_groups or {},
     )
-    live_by_task = draft.live_pods_by_task(p for p in r.pods if draft.live(d, p))
+    live_by_task = draft.pods_by_task(p for p in r.pods if draft.live(d, p))
     for task_name, task in r.tasks.items():
         if not dependson.can_create(r.job, task, live_by_task):
             continue

@@ -23,6 +23,7 @@ from controller.job.decide.model import (
     PlanSettings,
 )
 from controller.job.decide.plugins import JobPlugin, build_plugins
+from controller.job.decide.podview import JobPod
 from controller.job.decide.statuscodec import StatusDraft, decode
 from shared import labels
 from shared.models import Job, JobPhase, TaskSpec
@@ -44,9 +45,11 @@ class JobRound:
     raw_job: WireObject
     job: Job
     tasks: Mapping[str, TaskSpec]
-    # The job's own pods, and every observed pod by name (a foreign one holds its name).
-    pods: tuple[WireObject, ...]
-    pods_by_name: Mapping[str, WireObject]
+    # The job's own pods, each read once, as read (for the rules that take wire pods), and
+    # every observed pod by name (a foreign one holds its name).
+    pods: tuple[JobPod, ...]
+    pod_objects: tuple[WireObject, ...]
+    pods_by_name: Mapping[str, JobPod]
     all_pods_by_name: Mapping[str, WireObject]
     max_retry: int
     retry_policy: RetryPolicy | None
@@ -81,7 +84,8 @@ def start(observed: Observed, settings: PlanSettings) -> tuple[JobRound, Draft]:
     job = Job.from_wire(observed.job)
     status = decode(job.status)
     remembered = memory.load(observed.memory)
-    pods = tuple(p for p in observed.pods if owned(job, p))
+    pod_objects = tuple(p for p in observed.pods if owned(job, p))
+    pods = tuple(podview.read(p) for p in pod_objects)
     steps = _kueue_steps(observed, settings, job, status, pods, now)
     r = JobRound(
         observed=observed,
@@ -91,7 +95,8 @@ def start(observed: Observed, settings: PlanSettings) -> tuple[JobRound, Draft]:
         job=job,
         tasks={str(t.name): t for t in job.spec.tasks},
         pods=pods,
-        pods_by_name={podview.name_of(p): p for p in pods},
+        pod_objects=pod_objects,
+        pods_by_name={p.name: p for p in pods},
         all_pods_by_name={podview.name_of(p): p for p in observed.pods},
         max_retry=(
             job.spec.max_retry if job.spec.max_retry is not None else labels.DEFAULT_MAX_RETRY
@@ -110,7 +115,7 @@ def _kueue_steps(
     settings: PlanSettings,
     job: Job,
     status: StatusDraft,
-    pods: Iterable[WireObject],
+    pods: Iterable[JobPod],
     now: datetime,
 ) -> kueue.KueueSteps:
     if not settings.kueue:
@@ -127,7 +132,7 @@ def _kueue_steps(
         priority_values=observed.priority_values,
         finished=finished,
         finish_message=f"the job is {status.phase.value}: {status.message or ''}".rstrip(": "),
-        pods_gone=all(podview.is_finished(p) and not podview.is_deleting(p) for p in pods),
+        pods_gone=all(p.finished and not p.deleting for p in pods),
         now=status_mod.rfc3339(now),
     )
 
@@ -154,18 +159,14 @@ def owned(job: Job, pod: Mapping[str, Any]) -> bool:
     return podview.labels_of(pod).get(labels.JOB_NAME_KEY) == job.name
 
 
-def live(d: Draft, pod: Mapping[str, Any]) -> bool:
+def live(d: Draft, pod: JobPod) -> bool:
     """Exists and is not going away (not deleted, not being deleted by this plan)."""
-    return not podview.is_deleting(pod) and podview.name_of(pod) not in d.deleting
+    return not pod.deleting and pod.name not in d.deleting
 
 
-def actionable(d: Draft, pod: Mapping[str, Any]) -> bool:
+def actionable(d: Draft, pod: JobPod) -> bool:
     """A pod whose events can still drive policies: live, ours to act on, current version."""
-    return (
-        live(d, pod)
-        and not podview.is_out_of_sync(pod)
-        and podview.version_of(pod) >= d.status.version
-    )
+    return live(d, pod) and not pod.out_of_sync and pod.version >= d.status.version
 
 
 def set_phase(r: JobRound, d: Draft, to: JobPhase, reason: str, message: str) -> bool:
@@ -193,20 +194,19 @@ def set_phase(r: JobRound, d: Draft, to: JobPhase, reason: str, message: str) ->
     return True
 
 
-def kill(r: JobRound, d: Draft, pods: Iterable[Mapping[str, Any]]) -> None:
+def kill(r: JobRound, d: Draft, pods: Iterable[JobPod]) -> None:
     """Mark then delete: our own deletions never come back as PodEvicted."""
     for pod in pods:
-        name = podview.name_of(pod)
-        if podview.is_deleting(pod) or name in d.deleting:
+        if pod.deleting or pod.name in d.deleting:
             continue
-        ref = ObjectRef("v1", "Pod", r.job.namespace, name, podview.uid_of(pod) or None)
+        ref = ObjectRef("v1", "Pod", r.job.namespace, pod.name, pod.uid)
         d.plan.annotate_out_of_sync.append(ref)
         d.plan.delete.append(ref)
-        d.deleting.add(name)
+        d.deleting.add(pod.name)
 
 
 def kill_unfinished(r: JobRound, d: Draft) -> None:
-    kill(r, d, (p for p in r.pods if not podview.is_finished(p)))
+    kill(r, d, (p for p in r.pods if not p.finished))
 
 
 def delete_pod_group(r: JobRound, d: Draft) -> None:
@@ -258,12 +258,12 @@ def end_restart(d: Draft) -> None:
     d.status.controlled.pop(restarts.RECORD_KEY, None)
 
 
-def live_pods_by_task(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+def pods_by_task(pods: Iterable[JobPod]) -> dict[str, list[Mapping[str, Any]]]:
+    """The pods as read, by task (pods with no task left out)."""
     out: dict[str, list[Mapping[str, Any]]] = {}
     for pod in pods:
-        task = podview.task_of(pod)
-        if task is not None:
-            out.setdefault(task, []).append(pod)
+        if pod.task is not None:
+            out.setdefault(pod.task, []).append(pod.wire)
     return out
 
 
@@ -289,7 +289,7 @@ def succeeded_now(r: JobRound, d: Draft) -> dict[str, set[int]]:
             name = labels.pod_name(r.job.name, task_name, i)
             pod = r.pods_by_name.get(name)
             if pod is not None and live(d, pod):
-                if podview.phase(pod) == podview.SUCCEEDED:
+                if pod.phase == podview.SUCCEEDED:
                     done.add(i)
             elif pod is None and i in d.status.recorded_succeeded.get(task_name, set()):
                 done.add(i)
@@ -313,7 +313,7 @@ def slots(r: JobRound, d: Draft) -> tuple[bool, int]:
                     ghost_succeeded += 1
                 else:
                     all_finished = False
-            elif not live(d, pod) or not podview.is_finished(pod):
+            elif not live(d, pod) or not pod.finished:
                 all_finished = False
     return all_finished, ghost_succeeded
 
@@ -322,8 +322,8 @@ def tally(r: JobRound, d: Draft) -> status_mod.PodTally:
     counted = status_mod.PodTally()
     for pod in r.pods:
         # A decision only writes the status: the pods it will kill are still as they are.
-        going = podview.is_deleting(pod) or (podview.name_of(pod) in d.deleting and not d.decided)
-        counted.add(podview.task_of(pod), podview.phase(pod), terminating=going)
-    for pod in d.created:
-        counted.add(podview.task_of(pod), podview.PENDING, terminating=False)
+        going = pod.deleting or (pod.name in d.deleting and not d.decided)
+        counted.add(pod.task, pod.phase, terminating=going)
+    for made in d.created:
+        counted.add(podview.task_of(made), podview.PENDING, terminating=False)
     return counted

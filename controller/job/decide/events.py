@@ -30,7 +30,7 @@ def from_commands(r: JobRound, d: Draft) -> list[Decision]:
 def derive(r: JobRound, d: Draft) -> list[JobEvent]:
     """The lifecycle events of this reconcile, in a stable order."""
     actionable = [p for p in r.pods if draft.actionable(d, p)]
-    events = policies.pod_events(actionable)
+    events = policies.pod_events(p.wire for p in actionable)
     for edge in r.observed.pod_edges:
         pod = edge.pod
         if edge.kind != "deleted" or edge.by_controller or podview.is_out_of_sync(pod):
@@ -40,7 +40,7 @@ def derive(r: JobRound, d: Draft) -> list[JobEvent]:
         if podview.phase(pod) == podview.SUCCEEDED:
             continue  # a finished pod deleted later is no failure (difference 8)
         current = r.pods_by_name.get(podview.name_of(pod))
-        if current is not None and podview.uid_of(current) == podview.uid_of(pod):
+        if current is not None and current.uid == (podview.uid_of(pod) or None):
             continue
         events.append(policies.evicted_event(pod))
     succeeded = draft.succeeded_now(r, d)
@@ -48,7 +48,7 @@ def derive(r: JobRound, d: Draft) -> list[JobEvent]:
         events.append(
             JobEvent(PolicyEvent.TASK_COMPLETED, f"every pod of task {task} succeeded", task)
         )
-    by_task = draft.live_pods_by_task(actionable)
+    by_task = draft.pods_by_task(actionable)
     for task in sorted(policies.failed_tasks(r.job.spec.tasks, by_task)):
         events.append(
             JobEvent(
@@ -102,10 +102,10 @@ def scaled(r: JobRound, d: Draft) -> bool:
 def facts(r: JobRound, d: Draft) -> timers_mod.Facts:
     actionable = [p for p in r.pods if draft.actionable(d, p)]
     return timers_mod.Facts(
-        pods_by_name={podview.name_of(p): p for p in r.pods if draft.live(d, p)},
+        pods_by_name={p.name: p.wire for p in r.pods if draft.live(d, p)},
         pod_group_phase=podgroup.phase_of(draft.pod_group_usable(r, d)),
         completed_tasks=policies.completed_tasks(r.job.spec.tasks, draft.succeeded_now(r, d)),
-        failed_tasks=policies.failed_tasks(r.job.spec.tasks, draft.live_pods_by_task(actionable)),
+        failed_tasks=policies.failed_tasks(r.job.spec.tasks, draft.pods_by_task(actionable)),
     )
 
 
@@ -154,7 +154,8 @@ def policy_step(
             if key in out.timers and out.timers[key].action != action:
                 out.timers[key] = replace(out.timers[key], action=action)
             continue
-        start = timers_mod.timer_start(ev, r.pods_by_name.get(ev.pod or ""), r.now)
+        pod = r.pods_by_name.get(ev.pod or "")
+        start = timers_mod.timer_start(ev, pod.wire if pod is not None else None, r.now)
         fire_at = start + delay
         if fire_at <= r.now:
             out.decisions.append(

@@ -48,7 +48,7 @@ def blocked_reason(r: JobRound, d: Draft) -> blocked.Blocked | None:
         missing_pvcs=d.missing_pvcs,
         queue=facts,
         pod_group=draft.pod_group_usable(r, d),
-        pods=[p for p in r.pods if draft.live(d, p)],
+        pods=[p.wire for p in r.pods if draft.live(d, p)],
         native_pod_groups=r.observed.native_pod_groups,
     )
     if found is not None and found.reason in blocked.NOT_ADMITTED and not r.settings.queue_watched:
@@ -67,11 +67,13 @@ def lifecycle_fields(r: JobRound, d: Draft) -> dict[str, Any]:
         running=s.phase == JobPhase.RUNNING,
         suspended=suspension.clock_paused(r.job, s.phase),
         now=r.now,
-        ran_since=takeover.first_run(s.conditions, r.pods) if inherited else None,
+        ran_since=takeover.first_run(s.conditions, r.pod_objects) if inherited else None,
     )
     if not s.attempts:
         began = (
-            takeover.attempt_start(r.raw_job, r.pods, s.retry_count, r.now) if inherited else r.now
+            takeover.attempt_start(r.raw_job, r.pod_objects, s.retry_count, r.now)
+            if inherited
+            else r.now
         )
         s.attempts = attempts.start([], status_mod.rfc3339(began))
     if s.phase in state.TERMINAL:
@@ -80,7 +82,7 @@ def lifecycle_fields(r: JobRound, d: Draft) -> dict[str, Any]:
             s.last_transition or when,
             cause=None,
             reason=s.reason or s.phase.value,
-            failed=attempts.failed_pods(r.pods),
+            failed=attempts.failed_pods(r.pod_objects),
         )
     facts = typedconditions.JobFacts(
         phase=s.phase,

@@ -36,7 +36,7 @@ def times(count: int) -> str:
 def sync(r: JobRound, d: Draft) -> None:
     s = d.status
     # Finish deletions an earlier plan started (annotated, delete not yet applied).
-    draft.kill(r, d, (p for p in r.pods if podview.is_out_of_sync(p)))
+    draft.kill(r, d, (p for p in r.pods if p.out_of_sync))
     if s.phase == JobPhase.RESTARTING and sync_restarting(r, d):
         return  # Pending or Failed is written before anything is created
     if s.phase in state.ACTIVE and r.suspended:
@@ -101,7 +101,7 @@ def sync_restarting(r: JobRound, d: Draft) -> bool:
     if needs_new_group:
         draft.delete_pod_group(r, d)
     group_gone = not needs_new_group or r.observed.pod_group is None
-    pods_gone = all(draft.live(d, p) and not podview.is_out_of_sync(p) for p in r.pods)
+    pods_gone = all(draft.live(d, p) and not p.out_of_sync for p in r.pods)
     not_before = status_mod.parse_time(record.not_before if record else None)
     if group_gone and pods_gone and not_before is not None and r.now < not_before:
         d.requeue.append(not_before - r.now)  # the backoff before recreating

@@ -1,8 +1,10 @@
-"""Read-only views of pod wire dicts: phase, task, index, version, exit code, restarts."""
+"""Read-only views of pod wire dicts: phase, task, index, version, exit code, restarts; and
+`JobPod`, a job's pod read once per reconcile."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from shared import labels
@@ -115,3 +117,40 @@ def all_containers_ready(pod: Mapping[str, Any]) -> bool:
 def creation_timestamp(obj: Mapping[str, Any]) -> str | None:
     value = metadata(obj).get("creationTimestamp")
     return str(value) if value else None
+
+
+@dataclass(frozen=True, slots=True)
+class JobPod:
+    """One of a job's pods, read once per reconcile: what the planner asks of a pod again and
+    again, and the pod as read (`wire`) for the rules that look further (exit codes,
+    restarts, conditions)."""
+
+    wire: Mapping[str, Any]
+    name: str
+    uid: str | None
+    task: str | None
+    index: int | None
+    phase: str
+    version: int
+    # The API server is deleting it (not: this plan deletes it).
+    deleting: bool
+    # Marked by a restart or scale-down of ours before its deletion.
+    out_of_sync: bool
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in FINISHED_POD_PHASES
+
+
+def read(pod: Mapping[str, Any]) -> JobPod:
+    return JobPod(
+        wire=pod,
+        name=name_of(pod),
+        uid=uid_of(pod) or None,
+        task=task_of(pod),
+        index=index_of(pod),
+        phase=phase(pod),
+        version=version_of(pod),
+        deleting=is_deleting(pod),
+        out_of_sync=is_out_of_sync(pod),
+    )

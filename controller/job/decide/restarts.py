@@ -11,11 +11,11 @@ phase, so phase and record can never disagree.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from controller.job.decide import podview
+from controller.job.decide.podview import JobPod
 from shared.models import PolicyAction
 
 RECORD_KEY: Final = "restart-target"
@@ -72,13 +72,13 @@ def decode(text: str | None) -> RestartRecord | None:
     )
 
 
-def is_victim(record: RestartRecord | None, pod: Mapping[str, Any], version: int) -> bool:
+def is_victim(record: RestartRecord | None, pod: JobPod, version: int) -> bool:
     """Whether this restart replaces `pod`. Full restarts and resumes bumped the version, so
     their victims are the older pods (a resume keeps the succeeded ones); targeted restarts
     replace the named tasks' and pods' pods. No pod is created while Restarting, so every pod
     matching a target is one that predates the decision."""
     if record is None or record.action == PolicyAction.RESTART_JOB:
-        return podview.version_of(pod) < version
+        return pod.version < version
     if record.action == PolicyAction.RESUME_JOB:
-        return podview.version_of(pod) < version and podview.phase(pod) != podview.SUCCEEDED
-    return podview.task_of(pod) in record.tasks or podview.name_of(pod) in record.pods
+        return pod.version < version and pod.phase != podview.SUCCEEDED
+    return pod.task in record.tasks or pod.name in record.pods

@@ -4,23 +4,21 @@ Pure."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Set
-from typing import Any, TypedDict
+from typing import TypedDict
 
-from controller.job.decide import podview
+from controller.job.decide.podview import JobPod
 from shared import labels
 
 
-def extra_pods(
-    pods: Iterable[Mapping[str, Any]], replicas: Mapping[str, int]
-) -> list[Mapping[str, Any]]:
+def extra_pods(pods: Iterable[JobPod], replicas: Mapping[str, int]) -> list[JobPod]:
     """Pods of tasks that no longer exist or with an index beyond their task's replicas,
     highest index first (Volcano scales down from the top)."""
-    extra = []
-    for pod in pods:
-        task, index = podview.task_of(pod), podview.index_of(pod)
-        if task not in replicas or index is None or index >= replicas[task or ""]:
-            extra.append(pod)
-    return sorted(extra, key=lambda p: (-(podview.index_of(p) or 0), podview.name_of(p)))
+    extra = [
+        pod
+        for pod in pods
+        if pod.task not in replicas or pod.index is None or pod.index >= replicas[pod.task or ""]
+    ]
+    return sorted(extra, key=lambda p: (-(p.index or 0), p.name))
 
 
 def missing_indexes(

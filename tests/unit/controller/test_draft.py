@@ -50,8 +50,8 @@ def test_kill_marks_then_deletes_each_pod_once() -> None:
     j = job().task("w", 3).phase("Running").build()
     pods = [pod_of(j, "w", 0), pod_of(j, "w", 1, deleting=True), pod_of(j, "w", 2)]
     r, d = start(j, pods)
-    draft.kill(r, d, pods)
-    draft.kill(r, d, pods[:1])
+    draft.kill(r, d, r.pods)
+    draft.kill(r, d, r.pods[:1])
     assert [ref.name for ref in d.plan.annotate_out_of_sync] == ["j-w-0", "j-w-2"]
     assert [ref.name for ref in d.plan.delete] == ["j-w-0", "j-w-2"]
     assert d.deleting == {"j-w-0", "j-w-2"}

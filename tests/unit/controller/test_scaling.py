@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from controller.job.decide import podview
 from controller.job.decide.scaling import (
     GangShape,
     SpecShape,
@@ -35,7 +36,8 @@ def pod(task: str, index: int) -> dict[str, Any]:
     ids=["in range", "highest index first", "removed task", "scaled to zero"],
 )
 def test_extra_pods(pods: list[Any], replicas: dict[str, int], expected: list[str]) -> None:
-    assert [p["metadata"]["name"] for p in extra_pods(pods, replicas)] == expected
+    read = [podview.read(p) for p in pods]
+    assert [p.name for p in extra_pods(read, replicas)] == expected
 
 
 @pytest.mark.parametrize(
