@@ -10,46 +10,46 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from controller.job.decide import commands, draft, memory, podgroup, podview, policies, scaling
+from controller.job.decide import commands, memory, podgroup, podview, policies, scaling, steps
 from controller.job.decide import timers as timers_mod
-from controller.job.decide.draft import Draft, JobRound
 from controller.job.decide.model import EventRecord
 from controller.job.decide.policies import Decision, JobEvent
+from controller.job.decide.steps import Draft, JobRound
 from shared.models import PolicyAction, PolicyEvent
 
 
-def from_commands(r: JobRound, d: Draft) -> list[Decision]:
-    outcome = commands.consume(r.observed.commands, r.job.uid)
+def from_commands(seen: JobRound, draft: Draft) -> list[Decision]:
+    outcome = commands.consume(seen.observed.commands, seen.job.uid)
     if outcome.waiting:
-        d.requeue.append(draft.FOLLOW_UP)
-    d.plan.delete_commands.extend(outcome.delete)
-    d.plan.events.extend(outcome.events)
+        draft.requeue.append(steps.FOLLOW_UP)
+    draft.plan.delete_commands.extend(outcome.delete)
+    draft.plan.events.extend(outcome.events)
     return outcome.decisions
 
 
-def derive(r: JobRound, d: Draft) -> list[JobEvent]:
+def derive(seen: JobRound, draft: Draft) -> list[JobEvent]:
     """The lifecycle events of this reconcile, in a stable order."""
-    actionable = [p for p in r.pods if draft.actionable(d, p)]
+    actionable = [p for p in seen.pods if steps.actionable(draft, p)]
     events = policies.pod_events(p.wire for p in actionable)
-    for edge in r.observed.pod_edges:
+    for edge in seen.observed.pod_edges:
         pod = edge.pod
         if edge.kind != "deleted" or edge.by_controller or podview.is_out_of_sync(pod):
             continue
-        if not draft.owned(r.job, pod) or podview.version_of(pod) < d.status.version:
+        if not steps.owned(seen.job, pod) or podview.version_of(pod) < draft.status.version:
             continue
         if podview.phase(pod) == podview.SUCCEEDED:
             continue  # a finished pod deleted later is no failure (difference 8)
-        current = r.pods_by_name.get(podview.name_of(pod))
+        current = seen.pods_by_name.get(podview.name_of(pod))
         if current is not None and current.uid == (podview.uid_of(pod) or None):
             continue
         events.append(policies.evicted_event(pod))
-    succeeded = draft.succeeded_now(r, d)
-    for task in sorted(policies.completed_tasks(r.job.spec.tasks, succeeded)):
+    succeeded = steps.succeeded_now(seen, draft)
+    for task in sorted(policies.completed_tasks(seen.job.spec.tasks, succeeded)):
         events.append(
             JobEvent(PolicyEvent.TASK_COMPLETED, f"every pod of task {task} succeeded", task)
         )
-    by_task = draft.pods_by_task(actionable)
-    for task in sorted(policies.failed_tasks(r.job.spec.tasks, by_task)):
+    by_task = steps.pods_by_task(actionable)
+    for task in sorted(policies.failed_tasks(seen.job.spec.tasks, by_task)):
         events.append(
             JobEvent(
                 PolicyEvent.TASK_FAILED,
@@ -57,27 +57,27 @@ def derive(r: JobRound, d: Draft) -> list[JobEvent]:
                 task,
             )
         )
-    if podgroup.phase_of(draft.pod_group_usable(r, d)) == "Unknown":
+    if podgroup.phase_of(steps.pod_group_usable(seen, draft)) == "Unknown":
         events.append(JobEvent(PolicyEvent.UNKNOWN, "the PodGroup phase is Unknown"))
-    if scaled(r, d):
+    if scaled(seen, draft):
         events.append(JobEvent(PolicyEvent.JOB_UPDATED, "the job was scaled"))
     return events
 
 
-def spec_shape(r: JobRound) -> scaling.SpecShape:
+def spec_shape(seen: JobRound) -> scaling.SpecShape:
     return {
-        "minAvailable": podgroup.job_min_available(r.job),
-        "replicas": {name: t.replica_count for name, t in r.tasks.items()},
+        "minAvailable": podgroup.job_min_available(seen.job),
+        "replicas": {name: t.replica_count for name, t in seen.tasks.items()},
     }
 
 
-def scaled(r: JobRound, d: Draft) -> bool:
+def scaled(seen: JobRound, draft: Draft) -> bool:
     """JobUpdated (difference 10): replicas or minAvailable changed since the shape last acted on
     (`scaling.spec_update`); raised as a policy event and as a Normal Event on the job."""
-    shape = spec_shape(r)
-    remembered = d.memory.get(memory.SPEC_SHAPE)
-    d.memory["specShape"] = shape
-    pg = draft.pod_group_usable(r, d)
+    shape = spec_shape(seen)
+    remembered = draft.memory.get(memory.SPEC_SHAPE)
+    draft.memory["specShape"] = shape
+    pg = steps.pod_group_usable(seen, draft)
     acted_gang: scaling.GangShape | None = None
     if remembered is None and pg is not None:
         spec = pg.get("spec") or {}
@@ -85,7 +85,7 @@ def scaled(r: JobRound, d: Draft) -> bool:
             "minMember": int(spec.get("minMember") or 0),
             "minTaskMember": {str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
         }
-    desired = podgroup.desired_spec(r.job, r.observed.priority_values)
+    desired = podgroup.desired_spec(seen.job, seen.observed.priority_values)
     new_gang: scaling.GangShape = {
         "minMember": int(desired["minMember"]),
         "minTaskMember": dict(desired["minTaskMember"]),
@@ -93,19 +93,21 @@ def scaled(r: JobRound, d: Draft) -> bool:
     change = scaling.spec_update(remembered, shape, acted_gang, new_gang)
     if change is None:
         return False
-    d.plan.events.append(
+    draft.plan.events.append(
         EventRecord("Normal", PolicyEvent.JOB_UPDATED.value, f"the job was scaled: {change}")
     )
     return True
 
 
-def facts(r: JobRound, d: Draft) -> timers_mod.Facts:
-    actionable = [p for p in r.pods if draft.actionable(d, p)]
+def facts(seen: JobRound, draft: Draft) -> timers_mod.Facts:
+    actionable = [p for p in seen.pods if steps.actionable(draft, p)]
     return timers_mod.Facts(
-        pods_by_name={p.name: p.wire for p in r.pods if draft.live(d, p)},
-        pod_group_phase=podgroup.phase_of(draft.pod_group_usable(r, d)),
-        completed_tasks=policies.completed_tasks(r.job.spec.tasks, draft.succeeded_now(r, d)),
-        failed_tasks=policies.failed_tasks(r.job.spec.tasks, draft.pods_by_task(actionable)),
+        pods_by_name={p.name: p.wire for p in seen.pods if steps.live(draft, p)},
+        pod_group_phase=podgroup.phase_of(steps.pod_group_usable(seen, draft)),
+        completed_tasks=policies.completed_tasks(
+            seen.job.spec.tasks, steps.succeeded_now(seen, draft)
+        ),
+        failed_tasks=policies.failed_tasks(seen.job.spec.tasks, steps.pods_by_task(actionable)),
     )
 
 
@@ -118,26 +120,26 @@ class PolicyStep:
     events: list[EventRecord] = field(default_factory=list)
 
 
-def match(r: JobRound, d: Draft) -> list[Decision]:
+def match(seen: JobRound, draft: Draft) -> list[Decision]:
     """The lifecycle events matched to policies: due decisions, and timers for delayed ones."""
-    found = derive(r, d)
-    step = policy_step(r, found, d.timers, facts(r, d))
-    d.timers = step.timers
-    d.plan.events.extend(step.events)
+    found = derive(seen, draft)
+    step = policy_step(seen, found, draft.timers, facts(seen, draft))
+    draft.timers = step.timers
+    draft.plan.events.extend(step.events)
     return step.decisions
 
 
 def policy_step(
-    r: JobRound,
+    seen: JobRound,
     found: list[JobEvent],
     current: dict[str, timers_mod.Timer],
     checked: timers_mod.Facts,
 ) -> PolicyStep:
-    step = timers_mod.step(current, checked, r.now)
-    out = PolicyStep([d for _, d in step.fired], step.timers)
+    step = timers_mod.step(current, checked, seen.now)
+    out = PolicyStep([fired for _, fired in step.fired], step.timers)
     fired_keys = {key for key, _ in step.fired}
     for ev in found:
-        policy = policies.match_policy(r.job, ev)
+        policy = policies.match_policy(seen.job, ev)
         if policy is None or policy.action is None:
             continue
         action = PolicyAction(policy.action)
@@ -154,10 +156,10 @@ def policy_step(
             if key in out.timers and out.timers[key].action != action:
                 out.timers[key] = replace(out.timers[key], action=action)
             continue
-        pod = r.pods_by_name.get(ev.pod or "")
-        start = timers_mod.timer_start(ev, pod.wire if pod is not None else None, r.now)
+        pod = seen.pods_by_name.get(ev.pod or "")
+        start = timers_mod.timer_start(ev, pod.wire if pod is not None else None, seen.now)
         fire_at = start + delay
-        if fire_at <= r.now:
+        if fire_at <= seen.now:
             out.decisions.append(
                 Decision(
                     action,

@@ -10,20 +10,20 @@ from controller.job.decide import (
     attempts,
     blocked,
     deadline,
-    draft,
     memory,
     phasesync,
     podgroup,
     podview,
     state,
+    steps,
     suspension,
     takeover,
     typedconditions,
 )
 from controller.job.decide import status as status_mod
 from controller.job.decide import timers as timers_mod
-from controller.job.decide.draft import Draft, JobRound
 from controller.job.decide.statuscodec import Counters, encode
+from controller.job.decide.steps import Draft, JobRound
 from shared import labels
 from shared.models import JobPhase
 
@@ -31,12 +31,12 @@ from shared.models import JobPhase
 BLOCKED_RECHECK = timedelta(seconds=10)
 
 
-def blocked_reason(r: JobRound, d: Draft) -> blocked.Blocked | None:
-    if d.status.phase != JobPhase.PENDING:
+def blocked_reason(seen: JobRound, draft: Draft) -> blocked.Blocked | None:
+    if draft.status.phase != JobPhase.PENDING:
         return None
-    queue_name = r.job.spec.queue or labels.DEFAULT_QUEUE
-    if r.observed.queue_looked_up:
-        queue_obj = r.observed.queue
+    queue_name = seen.job.spec.queue or labels.DEFAULT_QUEUE
+    if seen.observed.queue_looked_up:
+        queue_obj = seen.observed.queue
         facts = blocked.QueueFacts(
             queue_name,
             found=queue_obj is not None,
@@ -45,35 +45,39 @@ def blocked_reason(r: JobRound, d: Draft) -> blocked.Blocked | None:
     else:
         facts = blocked.QueueFacts(queue_name)
     found = blocked.blocked_reason(
-        missing_pvcs=d.missing_pvcs,
+        missing_pvcs=draft.missing_pvcs,
         queue=facts,
-        pod_group=draft.pod_group_usable(r, d),
-        pods=[p.wire for p in r.pods if draft.live(d, p)],
-        native_pod_groups=r.observed.native_pod_groups,
+        pod_group=steps.pod_group_usable(seen, draft),
+        pods=[p.wire for p in seen.pods if steps.live(draft, p)],
+        native_pod_groups=seen.observed.native_pod_groups,
     )
-    if found is not None and found.reason in blocked.NOT_ADMITTED and not r.settings.queue_watched:
-        d.requeue.append(BLOCKED_RECHECK)  # no Queue change would bring the job
+    if (
+        found is not None
+        and found.reason in blocked.NOT_ADMITTED
+        and not seen.settings.queue_watched
+    ):
+        draft.requeue.append(BLOCKED_RECHECK)  # no Queue change would bring the job
     return found
 
 
-def lifecycle_fields(r: JobRound, d: Draft) -> dict[str, Any]:
+def lifecycle_fields(seen: JobRound, draft: Draft) -> dict[str, Any]:
     """vcjob's own status fields: the run clock, restart counts by cause, the attempts, the
     typed conditions and `reason`. Volcano's fields are left as they are."""
-    s = d.status
-    when = status_mod.rfc3339(r.now)
+    s = draft.status
+    when = status_mod.rfc3339(seen.now)
     inherited = takeover.inherited(s.attempts, s.initial_phase)
     s.clock = deadline.advance(
         s.clock,
         running=s.phase == JobPhase.RUNNING,
-        suspended=suspension.clock_paused(r.job, s.phase),
-        now=r.now,
-        ran_since=takeover.first_run(s.conditions, r.pod_objects) if inherited else None,
+        suspended=suspension.clock_paused(seen.job, s.phase),
+        now=seen.now,
+        ran_since=takeover.first_run(s.conditions, seen.pod_objects) if inherited else None,
     )
     if not s.attempts:
         began = (
-            takeover.attempt_start(r.raw_job, r.pod_objects, s.retry_count, r.now)
+            takeover.attempt_start(seen.raw_job, seen.pod_objects, s.retry_count, seen.now)
             if inherited
-            else r.now
+            else seen.now
         )
         s.attempts = attempts.start([], status_mod.rfc3339(began))
     if s.phase in state.TERMINAL:
@@ -82,25 +86,25 @@ def lifecycle_fields(r: JobRound, d: Draft) -> dict[str, Any]:
             s.last_transition or when,
             cause=None,
             reason=s.reason or s.phase.value,
-            failed=attempts.failed_pods(r.pod_objects),
+            failed=attempts.failed_pods(seen.pod_objects),
         )
     facts = typedconditions.JobFacts(
         phase=s.phase,
         reason=s.reason,
         message=s.message,
-        pod_group_phase=podgroup.phase_of(draft.pod_group_usable(r, d)) or None,
-        blocked=blocked_reason(r, d),
-        generation=int(podview.metadata(r.raw_job).get("generation") or 0),
+        pod_group_phase=podgroup.phase_of(steps.pod_group_usable(seen, draft)) or None,
+        blocked=blocked_reason(seen, draft),
+        generation=int(podview.metadata(seen.raw_job).get("generation") or 0),
     )
     typed = typedconditions.merged(s.typed_conditions, facts, when)
     typed = suspension.suspended_conditions(
         typed,
-        suspended=r.suspended and s.phase not in state.TERMINAL,
-        message=phasesync.suspended_message(r)
-        if r.suspended
+        suspended=seen.suspended and s.phase not in state.TERMINAL,
+        message=phasesync.suspended_message(seen)
+        if seen.suspended
         else "spec.suspend is false: the job runs",
         now=when,
-        generation=podview.metadata(r.raw_job).get("generation"),
+        generation=podview.metadata(seen.raw_job).get("generation"),
     )
     return {
         **s.clock.to_status(),
@@ -115,35 +119,35 @@ def lifecycle_fields(r: JobRound, d: Draft) -> dict[str, Any]:
     }
 
 
-def finalize(r: JobRound, d: Draft) -> None:
-    read = dict(r.raw_job.get("status") or {})
+def finalize(seen: JobRound, draft: Draft) -> None:
+    read = dict(seen.raw_job.get("status") or {})
     counters = Counters(
-        tally=draft.tally(r, d),
-        min_available=podgroup.job_min_available(r.job),
-        succeeded=draft.succeeded_now(r, d),
+        tally=steps.tally(seen, draft),
+        min_available=podgroup.job_min_available(seen.job),
+        succeeded=steps.succeeded_now(seen, draft),
     )
-    new_status = encode(read, d.status, counters, lifecycle_fields(r, d))
+    new_status = encode(read, draft.status, counters, lifecycle_fields(seen, draft))
     unchanged = status_mod.unchanged(read, new_status)
     if not unchanged:
         # A change that only reports may wait for the next write (typedconditions.report_wait).
-        due = status_mod.parse_time(d.memory.get(memory.REPORT_DUE))
-        wait = typedconditions.report_wait(read, new_status, due, r.now)
+        due = status_mod.parse_time(draft.memory.get(memory.REPORT_DUE))
+        wait = typedconditions.report_wait(read, new_status, due, seen.now)
         if wait is None:
-            d.plan.status = new_status
+            draft.plan.status = new_status
         else:
-            d.memory[memory.REPORT_DUE] = (due or r.now + wait).isoformat()
-            d.requeue.append(wait)
-    if d.plan.status is not None or unchanged:
-        d.memory.pop(memory.REPORT_DUE, None)
+            draft.memory[memory.REPORT_DUE] = (due or seen.now + wait).isoformat()
+            draft.requeue.append(wait)
+    if draft.plan.status is not None or unchanged:
+        draft.memory.pop(memory.REPORT_DUE, None)
 
-    if d.timers:
-        d.memory["timers"] = timers_mod.encode(d.timers)
+    if draft.timers:
+        draft.memory["timers"] = timers_mod.encode(draft.timers)
     else:
-        d.memory.pop(memory.TIMERS, None)
-    d.plan.memory = dict(d.memory)
-    waits = list(d.requeue)
-    next_fire = timers_mod.next_fire(d.timers)
+        draft.memory.pop(memory.TIMERS, None)
+    draft.plan.memory = dict(draft.memory)
+    waits = list(draft.requeue)
+    next_fire = timers_mod.next_fire(draft.timers)
     if next_fire is not None:
-        waits.append(max(next_fire - r.now, timedelta(0)))
+        waits.append(max(next_fire - seen.now, timedelta(0)))
     if waits:
-        d.plan.requeue_after = min(waits)
+        draft.plan.requeue_after = min(waits)

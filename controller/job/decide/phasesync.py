@@ -12,19 +12,19 @@ import copy
 from controller.job.decide import (
     activesync,
     attempts,
-    draft,
     memory,
     podview,
     restarts,
     retrybudget,
     state,
+    steps,
     suspension,
 )
 from controller.job.decide import status as status_mod
 from controller.job.decide import ttl as ttl_mod
-from controller.job.decide.draft import FOLLOW_UP, Draft, JobRound
 from controller.job.decide.model import EventRecord, ObjectRef
 from controller.job.decide.plugins import owned_children, owned_memory_keys
+from controller.job.decide.steps import FOLLOW_UP, Draft, JobRound
 from shared.models import JobPhase
 
 
@@ -33,46 +33,46 @@ def times(count: int) -> str:
     return f"{count} time" if count == 1 else f"{count} times"
 
 
-def sync(r: JobRound, d: Draft) -> None:
-    s = d.status
+def sync(seen: JobRound, draft: Draft) -> None:
+    s = draft.status
     # Finish deletions an earlier plan started (annotated, delete not yet applied).
-    draft.kill(r, d, (p for p in r.pods if p.out_of_sync))
-    if s.phase == JobPhase.RESTARTING and sync_restarting(r, d):
+    steps.kill(seen, draft, (p for p in seen.pods if p.out_of_sync))
+    if s.phase == JobPhase.RESTARTING and sync_restarting(seen, draft):
         return  # Pending or Failed is written before anything is created
-    if s.phase in state.ACTIVE and r.suspended:
-        sync_suspended(r, d)
+    if s.phase in state.ACTIVE and seen.suspended:
+        sync_suspended(seen, draft)
     elif s.phase in state.ACTIVE:
-        activesync.sync(r, d)
+        activesync.sync(seen, draft)
     elif s.phase in state.DRAINING:
-        sync_draining(r, d)
+        sync_draining(seen, draft)
     elif s.phase == JobPhase.ABORTED:
-        draft.kill_unfinished(r, d)
-        draft.delete_pod_group(r, d)
+        steps.kill_unfinished(seen, draft)
+        steps.delete_pod_group(seen, draft)
     if s.phase not in state.TERMINAL:
         sync_children(
-            r, d, create=s.phase in (JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING)
+            seen, draft, create=s.phase in (JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING)
         )
     if s.phase not in state.ACTIVE and s.phase != JobPhase.RESTARTING:
-        d.timers = {}
+        draft.timers = {}
 
 
-def sync_restarting(r: JobRound, d: Draft) -> bool:
+def sync_restarting(seen: JobRound, draft: Draft) -> bool:
     """Carry out the persisted restart: delete the pods it replaces (and, for a full
     restart or a resume, the PodGroup), then write Pending once they are gone. True when
     the phase moved on."""
-    s = d.status
-    if state.retries_exhausted(s.retry_count, r.max_retry):
+    s = draft.status
+    if state.retries_exhausted(s.retry_count, seen.max_retry):
         # The last retry keeps finished pods (their logs); nothing else keeps running
         # under a Failed job (difference 4).
-        draft.kill_unfinished(r, d)
-        if draft.set_phase(
-            r,
-            d,
+        steps.kill_unfinished(seen, draft)
+        if steps.set_phase(
+            seen,
+            draft,
             JobPhase.FAILED,
             "MaxRetryExceeded",
-            f"the job was restarted {times(s.retry_count)}, maxRetry is {r.max_retry}",
+            f"the job was restarted {times(s.retry_count)}, maxRetry is {seen.max_retry}",
         ):
-            draft.end_restart(d)
+            steps.end_restart(draft)
             return True
         return False
     record = s.restart
@@ -80,87 +80,87 @@ def sync_restarting(r: JobRound, d: Draft) -> bool:
         record is not None
         and record.cause == retrybudget.Cause.INFRASTRUCTURE
         and retrybudget.infrastructure_exhausted(
-            s.restart_counts.get("infrastructure", 0), r.retry_policy
+            s.restart_counts.get("infrastructure", 0), seen.retry_policy
         )
     ):
-        draft.kill_unfinished(r, d)
-        allowed = r.retry_policy.infrastructure_retries if r.retry_policy else 0
-        if draft.set_phase(
-            r,
-            d,
+        steps.kill_unfinished(seen, draft)
+        allowed = seen.retry_policy.infrastructure_retries if seen.retry_policy else 0
+        if steps.set_phase(
+            seen,
+            draft,
             JobPhase.FAILED,
             "InfrastructureRetriesExceeded",
             f"the job was restarted {times(s.restart_counts.get('infrastructure', 0))} "
             f"because of the infrastructure, retryPolicy.infrastructureRetries is {allowed}",
         ):
-            draft.end_restart(d)
+            steps.end_restart(draft)
             return True
         return False
-    draft.kill(r, d, (p for p in r.pods if restarts.is_victim(record, p, s.version)))
+    steps.kill(seen, draft, (p for p in seen.pods if restarts.is_victim(record, p, s.version)))
     needs_new_group = record is None or record.needs_new_pod_group
     if needs_new_group:
-        draft.delete_pod_group(r, d)
-    group_gone = not needs_new_group or r.observed.pod_group is None
-    pods_gone = all(draft.live(d, p) and not p.out_of_sync for p in r.pods)
+        steps.delete_pod_group(seen, draft)
+    group_gone = not needs_new_group or seen.observed.pod_group is None
+    pods_gone = all(steps.live(draft, p) and not p.out_of_sync for p in seen.pods)
     not_before = status_mod.parse_time(record.not_before if record else None)
-    if group_gone and pods_gone and not_before is not None and r.now < not_before:
-        d.requeue.append(not_before - r.now)  # the backoff before recreating
+    if group_gone and pods_gone and not_before is not None and seen.now < not_before:
+        draft.requeue.append(not_before - seen.now)  # the backoff before recreating
         return False
     if (
         group_gone
         and pods_gone
-        and draft.set_phase(
-            r, d, JobPhase.PENDING, "Restarted", "the restarted pods are being recreated"
+        and steps.set_phase(
+            seen, draft, JobPhase.PENDING, "Restarted", "the restarted pods are being recreated"
         )
     ):
-        draft.end_restart(d)
-        s.attempts = attempts.start(s.attempts, status_mod.rfc3339(r.now))
+        steps.end_restart(draft)
+        s.attempts = attempts.start(s.attempts, status_mod.rfc3339(seen.now))
         return True
     return False
 
 
-def suspended_message(r: JobRound) -> str:
+def suspended_message(seen: JobRound) -> str:
     return (
-        r.kueue.waiting_message
+        seen.kueue.waiting_message
         or "the job is suspended (spec.suspend is true): it has no pods until it is resumed"
     )
 
 
-def sync_suspended(r: JobRound, d: Draft) -> None:
+def sync_suspended(seen: JobRound, draft: Draft) -> None:
     """No pods while suspended: the unfinished ones are deleted (finished pods, the retry
     count and the version stay), the PodGroup too (the gang is admitted afresh on resume);
     the job waits in Pending with reason Suspended."""
-    draft.kill_unfinished(r, d)
-    draft.delete_pod_group(r, d)
-    d.timers = {}
-    message = suspended_message(r)
-    s = d.status
+    steps.kill_unfinished(seen, draft)
+    steps.delete_pod_group(seen, draft)
+    draft.timers = {}
+    message = suspended_message(seen)
+    s = draft.status
     if (s.phase, s.reason, s.message) != (JobPhase.PENDING, suspension.STATE_REASON, message):
-        draft.set_phase(r, d, JobPhase.PENDING, suspension.STATE_REASON, message)
+        steps.set_phase(seen, draft, JobPhase.PENDING, suspension.STATE_REASON, message)
 
 
-def sync_draining(r: JobRound, d: Draft) -> None:
-    s = d.status
-    draft.kill_unfinished(r, d)
+def sync_draining(seen: JobRound, draft: Draft) -> None:
+    s = draft.status
+    steps.kill_unfinished(seen, draft)
     if s.phase == JobPhase.ABORTING:
-        draft.delete_pod_group(r, d)
-    if not d.transitioned and state.draining_done(draft.tally(r, d).counts()):
+        steps.delete_pod_group(seen, draft)
+    if not draft.transitioned and state.draining_done(steps.tally(seen, draft).counts()):
         final = state.DRAINING[s.phase]
-        draft.set_phase(r, d, final, s.reason or final.value, s.message or final.value)
+        steps.set_phase(seen, draft, final, s.reason or final.value, s.message or final.value)
 
 
-def sync_children(r: JobRound, d: Draft, *, create: bool) -> None:
+def sync_children(seen: JobRound, draft: Draft, *, create: bool) -> None:
     """Plugin objects: created while the job can run, kept in line in every non-terminal
     phase (difference 13: the hosts ConfigMap follows replicas even while Pending)."""
-    children = r.observed.children
-    for plugin in draft.plugins(r, d):
-        d.status.controlled[f"plugin-{plugin.name}"] = plugin.name
+    children = seen.observed.children
+    for plugin in steps.plugins(seen, draft):
+        draft.status.controlled[f"plugin-{plugin.name}"] = plugin.name
         for desired in plugin.objects():
             key = (str(desired.obj["kind"]), str(desired.obj["metadata"]["name"]))
             existing = children.get(key)
             if existing is None:
                 if create:
-                    d.plan.create.append(desired.obj)
+                    draft.plan.create.append(desired.obj)
                 continue
             changed = {
                 k: desired.obj.get(k)
@@ -170,45 +170,45 @@ def sync_children(r: JobRound, d: Draft, *, create: bool) -> None:
             if changed:
                 updated = copy.deepcopy(existing)
                 updated.update(copy.deepcopy(changed))
-                d.plan.update.append(updated)
-        entries = memory.plugin_entries(d.memory)
+                draft.plan.update.append(updated)
+        entries = memory.plugin_entries(draft.memory)
         for memory_key in plugin.descriptor.memory_keys:
             entries.pop(memory_key, None)
         entries.update(plugin.remember())
 
 
-def finish(r: JobRound, d: Draft) -> None:
+def finish(seen: JobRound, draft: Draft) -> None:
     """Terminal phases: unfinished pods, the PodGroup and plugin objects go; the status stays
     (counters keep tracking the pods that remain)."""
-    s = d.status
-    draft.kill_unfinished(r, d)
-    draft.delete_pod_group(r, d)
-    owned_kinds, owned_names = owned_children(r.job.name)
-    for (kind, name), child in sorted(r.observed.children.items()):
+    s = draft.status
+    steps.kill_unfinished(seen, draft)
+    steps.delete_pod_group(seen, draft)
+    owned_kinds, owned_names = owned_children(seen.job.name)
+    for (kind, name), child in sorted(seen.observed.children.items()):
         if (
             kind in owned_kinds
             and name in owned_names
-            and podview.controller_uid(child) == r.job.uid
+            and podview.controller_uid(child) == seen.job.uid
         ):
-            d.plan.delete.append(
+            draft.plan.delete.append(
                 ObjectRef(
                     str(child.get("apiVersion") or "v1"),
                     kind,
-                    r.job.namespace,
+                    seen.job.namespace,
                     name,
                     podview.uid_of(child) or None,
                 )
             )
     s.controlled = {k: v for k, v in s.controlled.items() if not k.startswith("plugin-")}
-    plugin_memory = memory.plugin_entries(d.memory)
+    plugin_memory = memory.plugin_entries(draft.memory)
     for memory_key in owned_memory_keys():
         plugin_memory.pop(memory_key, None)
-    ttl = r.job.spec.ttl_seconds_after_finished
-    expiry = ttl_mod.ttl_outcome(ttl, status_mod.parse_time(s.last_transition), r.now)
+    ttl = seen.job.spec.ttl_seconds_after_finished
+    expiry = ttl_mod.ttl_outcome(ttl, status_mod.parse_time(s.last_transition), seen.now)
     if expiry is not None:
         if expiry.delete:
-            d.plan.delete_job = True
-            d.plan.events.append(
+            draft.plan.delete_job = True
+            draft.plan.events.append(
                 EventRecord(
                     "Normal",
                     "TTLExpired",
@@ -217,20 +217,20 @@ def finish(r: JobRound, d: Draft) -> None:
                 )
             )
         elif expiry.wait is not None:
-            d.requeue.append(expiry.wait)
+            draft.requeue.append(expiry.wait)
 
 
-def apply_kueue(r: JobRound, d: Draft) -> None:
-    steps = r.kueue
-    if steps.create_workload is not None:
-        d.plan.create.append(steps.create_workload)
-    if steps.set_suspend is not None:
-        patch = d.plan.job_spec_patch or {}
-        patch.setdefault("spec", {})["suspend"] = steps.set_suspend
-        d.plan.job_spec_patch = patch
+def apply_kueue(seen: JobRound, draft: Draft) -> None:
+    kueue_steps = seen.kueue
+    if kueue_steps.create_workload is not None:
+        draft.plan.create.append(kueue_steps.create_workload)
+    if kueue_steps.set_suspend is not None:
+        patch = draft.plan.job_spec_patch or {}
+        patch.setdefault("spec", {})["suspend"] = kueue_steps.set_suspend
+        draft.plan.job_spec_patch = patch
         # Our own write's echo does not wake the job: look again at once.
-        d.requeue.append(FOLLOW_UP)
-    d.plan.workload_status = steps.workload_status
-    d.plan.adopt_workload = steps.adopt_workload
-    if steps.requeue_after is not None:
-        d.requeue.append(steps.requeue_after)
+        draft.requeue.append(FOLLOW_UP)
+    draft.plan.workload_status = kueue_steps.workload_status
+    draft.plan.adopt_workload = kueue_steps.adopt_workload
+    if kueue_steps.requeue_after is not None:
+        draft.requeue.append(kueue_steps.requeue_after)

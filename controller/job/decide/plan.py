@@ -1,7 +1,7 @@
 """`reconcile(observed, settings) -> Plan`: every decision about one job, as a pure function.
 
 Order within one reconcile (each step a module of its own, over the round's inputs and the plan
-being drafted, `controller.job.decide.draft`):
+being drafted, `controller.job.decide.steps`):
 1. a new job becomes Pending;
 2. a job past its activeDeadlineSeconds, or one that can never run, fails (`actions`);
 3. Commands are consumed and lifecycle events derived and matched to policies; delayed actions
@@ -17,7 +17,7 @@ being drafted, `controller.job.decide.draft`):
 
 from __future__ import annotations
 
-from controller.job.decide import actions, draft, events, outcome, phasesync, podview, state
+from controller.job.decide import actions, events, outcome, phasesync, podview, state, steps
 from controller.job.decide.model import Observed, Plan, PlanSettings
 from shared.models import JobPhase
 
@@ -25,35 +25,39 @@ from shared.models import JobPhase
 def reconcile(observed: Observed, settings: PlanSettings | None = None) -> Plan:
     """Plan everything for one job. Pure: no clock, no network, no randomness (the ssh key pair
     comes with `observed`)."""
-    r, d = draft.start(observed, settings or PlanSettings())
-    s = d.status
-    if podview.metadata(r.raw_job).get("deletionTimestamp"):
+    seen, draft = steps.start(observed, settings or PlanSettings())
+    s = draft.status
+    if podview.metadata(seen.raw_job).get("deletionTimestamp"):
         # The garbage collector removes the children; nothing may be created now.
-        d.plan.memory = dict(d.memory)
-        return d.plan
+        draft.plan.memory = dict(draft.memory)
+        return draft.plan
     if s.initial_phase is None:
         # A new job: Pending is written first; commands and policies act from the next
         # reconcile on.
-        draft.set_phase(
-            r, d, JobPhase.PENDING, "JobCreated", "the job was accepted and waits for its pods"
+        steps.set_phase(
+            seen,
+            draft,
+            JobPhase.PENDING,
+            "JobCreated",
+            "the job was accepted and waits for its pods",
         )
-    elif not (actions.deadline_passed(r, d) or actions.unrecoverable_failure(r, d)):
+    elif not (actions.deadline_passed(seen, draft) or actions.unrecoverable_failure(seen, draft)):
         # Neither failed the job: commands and policies decide.
-        decisions = events.from_commands(r, d)
-        if (s.phase in state.ACTIVE and not r.suspended) or s.phase == JobPhase.RESTARTING:
-            decisions += events.match(r, d)
+        decisions = events.from_commands(seen, draft)
+        if (s.phase in state.ACTIVE and not seen.suspended) or s.phase == JobPhase.RESTARTING:
+            decisions += events.match(seen, draft)
         else:
-            d.timers = {}
+            draft.timers = {}
         decision = actions.choose(decisions)
         if decision is not None:
-            actions.execute(r, d, decision, decisions)
+            actions.execute(seen, draft, decision, decisions)
 
-    if d.decided:
-        actions.keep_only_the_decision(d)
+    if draft.decided:
+        actions.keep_only_the_decision(draft)
     else:
-        phasesync.sync(r, d)
-        if s.phase in state.TERMINAL and not d.transitioned:
-            phasesync.finish(r, d)
-        phasesync.apply_kueue(r, d)
-    outcome.finalize(r, d)
-    return d.plan
+        phasesync.sync(seen, draft)
+        if s.phase in state.TERMINAL and not draft.transitioned:
+            phasesync.finish(seen, draft)
+        phasesync.apply_kueue(seen, draft)
+    outcome.finalize(seen, draft)
+    return draft.plan

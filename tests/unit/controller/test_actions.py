@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from builders import job, observe, pod_of
 
-from controller.job.decide import actions, draft
+from controller.job.decide import actions, steps
 from controller.job.decide.policies import Decision
 from shared.models import JobPhase, PolicyAction
 
@@ -91,29 +91,29 @@ def test_execute_writes_the_transition_and_counts_what_it_kills(
     action: PolicyAction, phase: JobPhase, retry_count: int, version: int, killed: set[str]
 ) -> None:
     j, pods = running()
-    r, d = draft.start(observe(j, pods), draft.PlanSettings())
+    seen, draft = steps.start(observe(j, pods), steps.PlanSettings())
     chosen = decision(action, pod="j-w-0", task="w")
-    actions.execute(r, d, chosen, [chosen])
-    assert d.decided
-    assert (d.status.phase, d.status.retry_count, d.status.version) == (
+    actions.execute(seen, draft, chosen, [chosen])
+    assert draft.decided
+    assert (draft.status.phase, draft.status.retry_count, draft.status.version) == (
         phase,
         retry_count,
         version,
     )
-    assert d.deleting == killed
-    assert (d.status.restart is not None) == (phase == JobPhase.RESTARTING)
-    actions.keep_only_the_decision(d)
-    assert (d.plan.delete, d.plan.create) == ([], [])  # the next reconciles carry them out
+    assert draft.deleting == killed
+    assert (draft.status.restart is not None) == (phase == JobPhase.RESTARTING)
+    actions.keep_only_the_decision(draft)
+    assert (draft.plan.delete, draft.plan.create) == ([], [])  # the next reconciles carry them out
 
 
 def test_an_action_the_phase_ignores_is_reported_only_for_a_command() -> None:
     j = job().task("w", 1).phase("Completed").build()
     for command, reasons in ((False, []), (True, ["ActionIgnored"])):
-        r, d = draft.start(observe(j, []), draft.PlanSettings())
+        seen, draft = steps.start(observe(j, []), steps.PlanSettings())
         chosen = decision(A.RESTART_JOB, command=command)
-        actions.execute(r, d, chosen, [chosen])
-        assert [e.reason for e in d.plan.events] == reasons
-        assert not d.decided and d.status.phase == JobPhase.COMPLETED
+        actions.execute(seen, draft, chosen, [chosen])
+        assert [e.reason for e in draft.plan.events] == reasons
+        assert not draft.decided and draft.status.phase == JobPhase.COMPLETED
 
 
 @pytest.mark.parametrize(
@@ -128,8 +128,8 @@ def test_an_action_the_phase_ignores_is_reported_only_for_a_command() -> None:
 def test_deadline_passed(spec: dict[str, Any], phase: str, failed: bool) -> None:
     b = job().task("w", 1).phase(phase, startTime="2026-01-01T11:58:30Z")
     b.spec.update(spec)
-    r, d = draft.start(observe(b.build(), []), draft.PlanSettings())
-    assert actions.deadline_passed(r, d) is failed
-    assert (d.status.phase == JobPhase.FAILED) is failed
+    seen, draft = steps.start(observe(b.build(), []), steps.PlanSettings())
+    assert actions.deadline_passed(seen, draft) is failed
+    assert (draft.status.phase == JobPhase.FAILED) is failed
     if failed:
-        assert d.status.reason == "DeadlineExceeded"
+        assert draft.status.reason == "DeadlineExceeded"

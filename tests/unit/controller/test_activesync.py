@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from builders import job, observe, pod_group_of, pod_of
 
-from controller.job.decide import activesync, draft
+from controller.job.decide import activesync, steps
 from controller.job.decide.model import PlanSettings
 from shared.models import JobPhase
 
 
 def start(j: dict[str, Any], pods: list[dict[str, Any]], **kw: Any) -> tuple[Any, Any]:
-    return draft.start(observe(j, pods, **kw), PlanSettings())
+    return steps.start(observe(j, pods, **kw), PlanSettings())
 
 
 @pytest.mark.parametrize(
@@ -24,24 +24,24 @@ def test_active_creates_pods_once_the_gang_is_admitted(
     pod_group_phase: str, created: list[str]
 ) -> None:
     j = job().task("w", 2).phase("Pending").build()
-    r, d = start(j, [], pod_group=pod_group_of(j, pod_group_phase))
-    activesync.sync(r, d)
-    assert [p["metadata"]["name"] for p in d.created] == created
+    seen, draft = start(j, [], pod_group=pod_group_of(j, pod_group_phase))
+    activesync.sync(seen, draft)
+    assert [p["metadata"]["name"] for p in draft.created] == created
 
 
 def test_active_creates_the_pod_group_first() -> None:
     j = job().task("w", 1).phase("Pending").build()
-    r, d = start(j, [], pod_group=None)
-    activesync.sync(r, d)
-    assert [o["kind"] for o in d.plan.create] == ["PodGroup"]
+    seen, draft = start(j, [], pod_group=None)
+    activesync.sync(seen, draft)
+    assert [o["kind"] for o in draft.plan.create] == ["PodGroup"]
 
 
 def test_active_waits_for_a_missing_pvc() -> None:
     j = job().task("w", 1).volume("/data", claim_name="mine").phase("Pending").build()
-    r, d = start(j, [], missing_pvcs=frozenset({"mine"}))
-    activesync.sync(r, d)
-    assert (d.status.phase, d.status.reason) == (JobPhase.PENDING, "PVCNotFound")
-    assert d.plan.create == [] and d.requeue == [activesync.PVC_RECHECK]
+    seen, draft = start(j, [], missing_pvcs=frozenset({"mine"}))
+    activesync.sync(seen, draft)
+    assert (draft.status.phase, draft.status.reason) == (JobPhase.PENDING, "PVCNotFound")
+    assert draft.plan.create == [] and draft.requeue == [activesync.PVC_RECHECK]
 
 
 @pytest.mark.parametrize(
@@ -63,6 +63,6 @@ def test_transitions_follow_the_pod_counts(
         )
         for i, p in enumerate(pods)
     ]
-    r, d = start(j, observed)
-    activesync.transitions(r, d)
-    assert d.status.phase == next_phase
+    seen, draft = start(j, observed)
+    activesync.transitions(seen, draft)
+    assert draft.status.phase == next_phase

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from builders import T0, job, observe, pod_group_of, pod_of
 
-from controller.job.decide import draft, events
+from controller.job.decide import events, steps
 from controller.job.decide.model import PodEdge
 from shared.models import PolicyAction, PolicyEvent
 
@@ -22,8 +22,8 @@ def running_job(**policy: Any) -> dict[str, Any]:
 
 
 def derived(j: dict[str, Any], pods: list[dict[str, Any]], **kw: Any) -> list[tuple[str, Any]]:
-    r, d = draft.start(observe(j, pods, **kw), draft.PlanSettings())
-    return [(str(e.event), e.task if e.pod is None else e.pod) for e in events.derive(r, d)]
+    seen, draft = steps.start(observe(j, pods, **kw), steps.PlanSettings())
+    return [(str(e.event), e.task if e.pod is None else e.pod) for e in events.derive(seen, draft)]
 
 
 J = running_job()
@@ -83,12 +83,12 @@ def test_derive(pods: list[dict[str, Any]], kw: dict[str, Any], expected: list[A
 def test_a_scaled_job_raises_job_updated_once() -> None:
     j = running_job()
     pods = [pod_of(j, "worker", 0), pod_of(j, "worker", 1)]
-    r, d = draft.start(observe(j, pods), draft.PlanSettings())
-    d.memory["specShape"] = {"minAvailable": 2, "replicas": {"worker": 1}}
-    assert ("JobUpdated", None) in [(str(e.event), e.task) for e in events.derive(r, d)]
-    assert [e.reason for e in d.plan.events] == ["JobUpdated"]
-    assert d.memory["specShape"] == {"minAvailable": 2, "replicas": {"worker": 2}}
-    assert not events.scaled(r, d)  # the shape is now the one acted on
+    seen, draft = steps.start(observe(j, pods), steps.PlanSettings())
+    draft.memory["specShape"] = {"minAvailable": 2, "replicas": {"worker": 1}}
+    assert ("JobUpdated", None) in [(str(e.event), e.task) for e in events.derive(seen, draft)]
+    assert [e.reason for e in draft.plan.events] == ["JobUpdated"]
+    assert draft.memory["specShape"] == {"minAvailable": 2, "replicas": {"worker": 2}}
+    assert not events.scaled(seen, draft)  # the shape is now the one acted on
 
 
 @pytest.mark.parametrize(
@@ -113,14 +113,14 @@ def test_policies_act_now_or_start_a_timer(
     failed["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = (
         T0 - timedelta(minutes=2)
     ).strftime("%Y-%m-%dT%H:%M:%SZ")
-    r, d = draft.start(observe(j, [failed, pod_of(j, "worker", 1)]), draft.PlanSettings())
-    decisions = events.match(r, d)
+    seen, draft = steps.start(observe(j, [failed, pod_of(j, "worker", 1)]), steps.PlanSettings())
+    decisions = events.match(seen, draft)
     assert [x.action for x in decisions] == ([decided] if decided else [])
-    assert bool(d.timers) is timer_started
+    assert bool(draft.timers) is timer_started
     if timer_started:
-        (t,) = d.timers.values()
+        (t,) = draft.timers.values()
         assert (t.event, t.pod) == (PolicyEvent.POD_FAILED, "j-worker-0")
-        assert [e.reason for e in d.plan.events] == ["ExecuteAction"]
+        assert [e.reason for e in draft.plan.events] == ["ExecuteAction"]
 
 
 def test_commands_are_consumed_one_at_a_time() -> None:
@@ -144,8 +144,8 @@ def test_commands_are_consumed_one_at_a_time() -> None:
         command("b", "AbortJob", "2026-01-01T11:00:02Z"),
         command("a", "RestartJob", "2026-01-01T11:00:01Z"),
     ]
-    r, d = draft.start(observe(j, [], commands=cmds), draft.PlanSettings())
-    decisions = events.from_commands(r, d)
+    seen, draft = steps.start(observe(j, [], commands=cmds), steps.PlanSettings())
+    decisions = events.from_commands(seen, draft)
     assert [(x.action, x.command) for x in decisions] == [(PolicyAction.RESTART_JOB, True)]
-    assert d.plan.delete_commands == ["a"]
-    assert d.requeue == [draft.FOLLOW_UP]  # the next one waits for the next reconcile
+    assert draft.plan.delete_commands == ["a"]
+    assert draft.requeue == [steps.FOLLOW_UP]  # the next one waits for the next reconcile

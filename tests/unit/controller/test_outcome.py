@@ -7,7 +7,7 @@ from typing import Any
 
 from builders import T0, job, observe, pod_of
 
-from controller.job.decide import draft, outcome, timers
+from controller.job.decide import outcome, steps, timers
 from controller.job.decide.model import PlanSettings
 from shared.models import JobPhase, PolicyAction, PolicyEvent
 
@@ -19,56 +19,56 @@ def settled() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def test_an_unchanged_status_is_not_written_again() -> None:
     j, pods = settled()
-    r, d = draft.start(observe(j, pods), PlanSettings())
-    outcome.finalize(r, d)
-    assert d.plan.status is not None  # the first time the counters are written
-    j2 = {**j, "status": d.plan.status}
-    r, d = draft.start(observe(j2, pods), PlanSettings())
-    outcome.finalize(r, d)
-    assert d.plan.status is None
-    assert d.plan.requeue_after is None
+    seen, draft = steps.start(observe(j, pods), PlanSettings())
+    outcome.finalize(seen, draft)
+    assert draft.plan.status is not None  # the first time the counters are written
+    j2 = {**j, "status": draft.plan.status}
+    seen, draft = steps.start(observe(j2, pods), PlanSettings())
+    outcome.finalize(seen, draft)
+    assert draft.plan.status is None
+    assert draft.plan.requeue_after is None
 
 
 def test_timers_are_remembered_and_bring_the_next_look_forward() -> None:
     j, pods = settled()
-    r, d = draft.start(observe(j, pods), PlanSettings())
-    d.timers = {
+    seen, draft = steps.start(observe(j, pods), PlanSettings())
+    draft.timers = {
         "k": timers.Timer(PolicyEvent.UNKNOWN, PolicyAction.RESTART_JOB, T0 + timedelta(seconds=40))
     }
-    outcome.finalize(r, d)
-    assert d.plan.memory["timers"]["k"]["fireAt"] == "2026-01-01T12:00:40Z"
-    assert d.plan.requeue_after == timedelta(seconds=40)
+    outcome.finalize(seen, draft)
+    assert draft.plan.memory["timers"]["k"]["fireAt"] == "2026-01-01T12:00:40Z"
+    assert draft.plan.requeue_after == timedelta(seconds=40)
 
 
 def test_a_phase_change_asks_for_no_timed_look() -> None:
     """The written phase brings the next pass at once (`followup.follow_up_needed`); a timed
     look a second later would be a pass that finds nothing to do."""
     j, pods = settled()
-    r, d = draft.start(observe(j, pods), PlanSettings())
-    draft.set_phase(r, d, JobPhase.COMPLETING, "R", "m")
-    outcome.finalize(r, d)
-    assert d.plan.status is not None and d.plan.status["state"]["phase"] == "Completing"
-    assert d.plan.requeue_after is None
-    assert "timers" not in d.plan.memory
+    seen, draft = steps.start(observe(j, pods), PlanSettings())
+    steps.set_phase(seen, draft, JobPhase.COMPLETING, "R", "m")
+    outcome.finalize(seen, draft)
+    assert draft.plan.status is not None and draft.plan.status["state"]["phase"] == "Completing"
+    assert draft.plan.requeue_after is None
+    assert "timers" not in draft.plan.memory
 
 
 def test_a_job_the_queue_does_not_admit_is_looked_at_again() -> None:
     j = job().task("w", 1).phase("Pending").build()
-    r, d = draft.start(
+    seen, draft = steps.start(
         observe(j, [], queue_looked_up=True, queue={"status": {"state": "Closed"}}), PlanSettings()
     )
-    found = outcome.blocked_reason(r, d)
+    found = outcome.blocked_reason(seen, draft)
     assert found is not None and found.reason == "QueueClosed"
-    assert d.requeue == [outcome.BLOCKED_RECHECK]
+    assert draft.requeue == [outcome.BLOCKED_RECHECK]
 
 
 def test_a_job_the_queue_does_not_admit_waits_for_an_event_when_queues_are_watched() -> None:
     """The Queue's next state change brings the job (`shell.queuewatch`): no timed look."""
     j = job().task("w", 1).phase("Pending").build()
-    r, d = draft.start(
+    seen, draft = steps.start(
         observe(j, [], queue_looked_up=True, queue={"status": {"state": "Closed"}}),
         PlanSettings(queue_watched=True),
     )
-    found = outcome.blocked_reason(r, d)
+    found = outcome.blocked_reason(seen, draft)
     assert found is not None and found.reason == "QueueClosed"
-    assert d.requeue == []
+    assert draft.requeue == []

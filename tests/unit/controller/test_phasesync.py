@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from builders import UID, job, observe, pod_group_of, pod_of
 
-from controller.job.decide import draft, phasesync, restarts
+from controller.job.decide import phasesync, restarts, steps
 from controller.job.decide.model import PlanSettings
 from shared.models import JobPhase, PolicyAction
 
@@ -17,7 +17,7 @@ SETTINGS = PlanSettings()
 
 
 def start(j: dict[str, Any], pods: list[dict[str, Any]], **kw: Any) -> tuple[Any, Any]:
-    return draft.start(observe(j, pods, **kw), SETTINGS)
+    return steps.start(observe(j, pods, **kw), SETTINGS)
 
 
 @pytest.mark.parametrize(
@@ -35,12 +35,12 @@ def test_draining(
 ) -> None:
     j = job().task("w", 2).phase(phase).build()
     pods = [pod_of(j, "w", i, phase=p) for i, p in enumerate(pods_left)]
-    r, d = start(j, pods)
-    phasesync.sync(r, d)
-    assert d.status.phase == next_phase
-    assert any(ref.kind == "PodGroup" for ref in d.plan.delete) is pod_group_deleted
+    seen, draft = start(j, pods)
+    phasesync.sync(seen, draft)
+    assert draft.status.phase == next_phase
+    assert any(ref.kind == "PodGroup" for ref in draft.plan.delete) is pod_group_deleted
     unfinished = {p["metadata"]["name"] for p in pods if p["status"]["phase"] == "Running"}
-    assert d.deleting == unfinished
+    assert draft.deleting == unfinished
 
 
 def restarting(record: restarts.RestartRecord | None, **status: Any) -> dict[str, Any]:
@@ -57,30 +57,30 @@ def restarting(record: restarts.RestartRecord | None, **status: Any) -> dict[str
 def test_a_full_restart_deletes_the_old_pods_and_the_pod_group_then_goes_pending() -> None:
     j = restarting(restarts.RestartRecord(PolicyAction.RESTART_JOB), retryCount=1)
     old = [pod_of(j, "w", 0, version=0), pod_of(j, "w", 1, version=0)]
-    r, d = start(j, old)
-    assert not phasesync.sync_restarting(r, d)
-    assert d.deleting == {"j-w-0", "j-w-1"}
-    assert any(ref.kind == "PodGroup" for ref in d.plan.delete)
+    seen, draft = start(j, old)
+    assert not phasesync.sync_restarting(seen, draft)
+    assert draft.deleting == {"j-w-0", "j-w-1"}
+    assert any(ref.kind == "PodGroup" for ref in draft.plan.delete)
     # once the pods and the PodGroup are gone, Pending is written
-    r, d = start(j, [], pod_group=None)
-    assert phasesync.sync_restarting(r, d)
-    assert (d.status.phase, d.status.reason) == (JobPhase.PENDING, "Restarted")
-    assert d.status.restart is None
+    seen, draft = start(j, [], pod_group=None)
+    assert phasesync.sync_restarting(seen, draft)
+    assert (draft.status.phase, draft.status.reason) == (JobPhase.PENDING, "Restarted")
+    assert draft.status.restart is None
 
 
 def test_a_targeted_restart_keeps_the_pod_group() -> None:
     j = restarting(restarts.RestartRecord(PolicyAction.RESTART_POD, pods=frozenset({"j-w-0"})))
-    r, d = start(j, [pod_of(j, "w", 0, version=1), pod_of(j, "w", 1, version=1)])
-    phasesync.sync_restarting(r, d)
-    assert d.deleting == {"j-w-0"}
-    assert not any(ref.kind == "PodGroup" for ref in d.plan.delete)
+    seen, draft = start(j, [pod_of(j, "w", 0, version=1), pod_of(j, "w", 1, version=1)])
+    phasesync.sync_restarting(seen, draft)
+    assert draft.deleting == {"j-w-0"}
+    assert not any(ref.kind == "PodGroup" for ref in draft.plan.delete)
 
 
 def test_retries_exhausted_fail_the_job() -> None:
     j = restarting(restarts.RestartRecord(PolicyAction.RESTART_JOB), retryCount=3)
-    r, d = start(j, [pod_of(j, "w", 0, phase="Running")])
-    assert phasesync.sync_restarting(r, d)
-    assert (d.status.phase, d.status.reason) == (JobPhase.FAILED, "MaxRetryExceeded")
+    seen, draft = start(j, [pod_of(j, "w", 0, phase="Running")])
+    assert phasesync.sync_restarting(seen, draft)
+    assert (draft.status.phase, draft.status.reason) == (JobPhase.FAILED, "MaxRetryExceeded")
 
 
 @pytest.mark.parametrize(
@@ -98,20 +98,20 @@ def test_the_failure_message_counts_the_restarts_in_words(retries: int, message:
         .phase("Restarting", version=1, retryCount=retries)
         .build()
     )
-    r, d = start(j, [])
-    assert phasesync.sync_restarting(r, d)
-    assert (d.status.phase, d.status.message) == (JobPhase.FAILED, message)
+    seen, draft = start(j, [])
+    assert phasesync.sync_restarting(seen, draft)
+    assert (draft.status.phase, draft.status.message) == (JobPhase.FAILED, message)
 
 
 def test_a_suspended_job_has_no_pods_and_no_pod_group() -> None:
     b = job().task("w", 2).phase("Running")
     b.spec["suspend"] = True
     j = b.build()
-    r, d = start(j, [pod_of(j, "w", 0), pod_of(j, "w", 1, phase="Succeeded", exit_code=0)])
-    phasesync.sync(r, d)
-    assert d.deleting == {"j-w-0"}
-    assert any(ref.kind == "PodGroup" for ref in d.plan.delete)
-    assert (d.status.phase, d.status.reason) == (JobPhase.PENDING, "Suspended")
+    seen, draft = start(j, [pod_of(j, "w", 0), pod_of(j, "w", 1, phase="Succeeded", exit_code=0)])
+    phasesync.sync(seen, draft)
+    assert draft.deleting == {"j-w-0"}
+    assert any(ref.kind == "PodGroup" for ref in draft.plan.delete)
+    assert (draft.status.phase, draft.status.reason) == (JobPhase.PENDING, "Suspended")
 
 
 def test_finish_deletes_the_plugin_objects_and_waits_for_the_ttl() -> None:
@@ -128,13 +128,13 @@ def test_finish_deletes_the_plugin_objects_and_waits_for_the_ttl() -> None:
         },
         ("ConfigMap", "user"): {"kind": "ConfigMap", "metadata": {"name": "user", "uid": "u"}},
     }
-    r, d = start(j, [], children=children)
-    phasesync.finish(r, d)
-    deleted = {(ref.kind, ref.name) for ref in d.plan.delete}
+    seen, draft = start(j, [], children=children)
+    phasesync.finish(seen, draft)
+    deleted = {(ref.kind, ref.name) for ref in draft.plan.delete}
     assert deleted == {
         ("PodGroup", pod_group_of(j)["metadata"]["name"]),
         ("Service", "j"),
         ("ConfigMap", "j-svc"),
     }
-    assert not d.plan.delete_job
-    assert d.requeue == [timedelta(seconds=30)]  # finished 30s ago, ttl 60s
+    assert not draft.plan.delete_job
+    assert draft.requeue == [timedelta(seconds=30)]  # finished 30s ago, ttl 60s

@@ -1,9 +1,10 @@
-"""One reconcile's inputs (`JobRound`, read once) and the plan it is drafting (`Draft`), with
-the steps every concern shares: owning and killing pods, changing the phase, deleting the
-PodGroup, counting the pods and succeeded slots.
+"""One reconcile's inputs (`JobRound`: what the round has seen, read once, the job's pods
+each read into a `podview.JobPod`) and the plan it is drafting (`Draft`), with the steps every
+concern shares: owning and killing pods, changing the phase, deleting the PodGroup, counting
+the pods and succeeded slots.
 
 The concern modules (`events`, `actions`, `phasesync`, `activesync`, `outcome`) are functions of
-`(JobRound, Draft)`; `plan.reconcile` calls them in order.
+`(seen, draft)`; `plan.reconcile` calls them in order.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def start(observed: Observed, settings: PlanSettings) -> tuple[JobRound, Draft]:
     remembered = memory.load(observed.memory)
     pod_objects = tuple(p for p in observed.pods if owned(job, p))
     pods = tuple(podview.read(p) for p in pod_objects)
-    steps = _kueue_steps(observed, settings, job, status, pods, now)
-    r = JobRound(
+    kueue_steps = _kueue_steps(observed, settings, job, status, pods, now)
+    seen = JobRound(
         observed=observed,
         settings=settings,
         now=now,
@@ -102,12 +103,14 @@ def start(observed: Observed, settings: PlanSettings) -> tuple[JobRound, Draft]:
             job.spec.max_retry if job.spec.max_retry is not None else labels.DEFAULT_MAX_RETRY
         ),
         retry_policy=job.spec.retry_policy,
-        kueue=steps,
-        suspended=suspension.is_suspended(observed.job) or steps.set_suspend is True,
+        kueue=kueue_steps,
+        suspended=suspension.is_suspended(observed.job) or kueue_steps.set_suspend is True,
     )
-    d = Draft(status=status, memory=remembered, timers=timers.decode(remembered.get(memory.TIMERS)))
-    _record_deleted_successes(r, d)
-    return r, d
+    draft = Draft(
+        status=status, memory=remembered, timers=timers.decode(remembered.get(memory.TIMERS))
+    )
+    _record_deleted_successes(seen, draft)
+    return seen, draft
 
 
 def _kueue_steps(
@@ -137,19 +140,19 @@ def _kueue_steps(
     )
 
 
-def _record_deleted_successes(r: JobRound, d: Draft) -> None:
+def _record_deleted_successes(seen: JobRound, draft: Draft) -> None:
     """A succeeded pod deleted before any status recorded it still counts (difference 8)."""
-    for edge in r.observed.pod_edges:
+    for edge in seen.observed.pod_edges:
         pod = edge.pod
         if edge.kind != "deleted" or podview.phase(pod) != podview.SUCCEEDED:
             continue
         if podview.is_out_of_sync(pod):
             continue  # replaced by a restart: its success no longer counts
-        if not owned(r.job, pod) or podview.version_of(pod) < d.status.version:
+        if not owned(seen.job, pod) or podview.version_of(pod) < draft.status.version:
             continue
         task, index = podview.task_of(pod), podview.index_of(pod)
         if task is not None and index is not None:
-            d.status.recorded_succeeded.setdefault(task, set()).add(index)
+            draft.status.recorded_succeeded.setdefault(task, set()).add(index)
 
 
 def owned(job: Job, pod: Mapping[str, Any]) -> bool:
@@ -159,103 +162,103 @@ def owned(job: Job, pod: Mapping[str, Any]) -> bool:
     return podview.labels_of(pod).get(labels.JOB_NAME_KEY) == job.name
 
 
-def live(d: Draft, pod: JobPod) -> bool:
+def live(draft: Draft, pod: JobPod) -> bool:
     """Exists and is not going away (not deleted, not being deleted by this plan)."""
-    return not pod.deleting and pod.name not in d.deleting
+    return not pod.deleting and pod.name not in draft.deleting
 
 
-def actionable(d: Draft, pod: JobPod) -> bool:
+def actionable(draft: Draft, pod: JobPod) -> bool:
     """A pod whose events can still drive policies: live, ours to act on, current version."""
-    return live(d, pod) and not pod.out_of_sync and pod.version >= d.status.version
+    return live(draft, pod) and not pod.out_of_sync and pod.version >= draft.status.version
 
 
-def set_phase(r: JobRound, d: Draft, to: JobPhase, reason: str, message: str) -> bool:
+def set_phase(seen: JobRound, draft: Draft, to: JobPhase, reason: str, message: str) -> bool:
     """Move to `to`; False (nothing changes) when the phase already changed in this plan:
     every phase is written on its own, so watchers see each one, and the next reconcile
     continues from the written phase."""
-    s = d.status
-    if to == s.phase and (s.initial_phase is not None or d.transitioned):
+    s = draft.status
+    if to == s.phase and (s.initial_phase is not None or draft.transitioned):
         s.reason, s.message = reason, message
         return True
-    if d.transitioned:
-        d.requeue.append(FOLLOW_UP)
+    if draft.transitioned:
+        draft.requeue.append(FOLLOW_UP)
         return False
-    when = status_mod.rfc3339(r.now)
+    when = status_mod.rfc3339(seen.now)
     previous = s.phase
     s.phase, s.reason, s.message = to, reason, message
     s.last_transition = when
     s.conditions = status_mod.with_condition(s.conditions, to.value, when)
-    s.running_duration = status_mod.running_duration(r.raw_job, r.now)
-    first = s.initial_phase is None and not d.transitioned
-    d.transitioned = True
+    s.running_duration = status_mod.running_duration(seen.raw_job, seen.now)
+    first = s.initial_phase is None and not draft.transitioned
+    draft.transitioned = True
     # A new job has no phase yet: its first event names where it starts, not "Pending -> …".
     change = f"job phase {to.value}" if first else f"job phase {previous.value} -> {to.value}"
-    d.plan.events.append(EventRecord("Normal", reason, f"{change}: {message}"))
+    draft.plan.events.append(EventRecord("Normal", reason, f"{change}: {message}"))
     return True
 
 
-def kill(r: JobRound, d: Draft, pods: Iterable[JobPod]) -> None:
+def kill(seen: JobRound, draft: Draft, pods: Iterable[JobPod]) -> None:
     """Mark then delete: our own deletions never come back as PodEvicted."""
     for pod in pods:
-        if pod.deleting or pod.name in d.deleting:
+        if pod.deleting or pod.name in draft.deleting:
             continue
-        ref = ObjectRef("v1", "Pod", r.job.namespace, pod.name, pod.uid)
-        d.plan.annotate_out_of_sync.append(ref)
-        d.plan.delete.append(ref)
-        d.deleting.add(pod.name)
+        ref = ObjectRef("v1", "Pod", seen.job.namespace, pod.name, pod.uid)
+        draft.plan.annotate_out_of_sync.append(ref)
+        draft.plan.delete.append(ref)
+        draft.deleting.add(pod.name)
 
 
-def kill_unfinished(r: JobRound, d: Draft) -> None:
-    kill(r, d, (p for p in r.pods if not p.finished))
+def kill_unfinished(seen: JobRound, draft: Draft) -> None:
+    kill(seen, draft, (p for p in seen.pods if not p.finished))
 
 
-def delete_pod_group(r: JobRound, d: Draft) -> None:
-    pg = r.observed.pod_group
-    if pg is None or d.pod_group_gone:
+def delete_pod_group(seen: JobRound, draft: Draft) -> None:
+    pg = seen.observed.pod_group
+    if pg is None or draft.pod_group_gone:
         return
     uid = podview.uid_of(pg) or None
-    if uid is not None and d.memory.get(memory.DELETED_POD_GROUP) == uid:
-        d.pod_group_gone = True
+    if uid is not None and draft.memory.get(memory.DELETED_POD_GROUP) == uid:
+        draft.pod_group_gone = True
         return
-    d.plan.delete.append(
+    draft.plan.delete.append(
         ObjectRef(
             labels.SCHEDULING_API_VERSION,
             labels.PODGROUP_KIND,
-            r.job.namespace,
+            seen.job.namespace,
             podview.name_of(pg),
             uid,
         )
     )
     if uid is not None:
-        d.memory["deletedPodGroupUid"] = uid
-    d.pod_group_gone = True
+        draft.memory["deletedPodGroupUid"] = uid
+    draft.pod_group_gone = True
 
 
-def pod_group_usable(r: JobRound, d: Draft) -> WireObject | None:
+def pod_group_usable(seen: JobRound, draft: Draft) -> WireObject | None:
     """The observed PodGroup unless it is the one this controller deleted (stale cache)."""
-    pg = r.observed.pod_group
-    if pg is None or d.pod_group_gone:
+    pg = seen.observed.pod_group
+    if pg is None or draft.pod_group_gone:
         return None
-    if d.memory.get(memory.DELETED_POD_GROUP) == podview.uid_of(pg):
+    if draft.memory.get(memory.DELETED_POD_GROUP) == podview.uid_of(pg):
         return None
     return pg
 
 
-def plugins(r: JobRound, d: Draft) -> list[JobPlugin]:
-    if d.plugins_built is None:
-        d.plugins_built, unknown = build_plugins(
-            r.job, r.settings, r.observed.children, d.memory, r.observed.ssh_key
+def plugins(seen: JobRound, draft: Draft) -> list[JobPlugin]:
+    if draft.plugins_built is None:
+        draft.plugins_built, unknown = build_plugins(
+            seen.job, seen.settings, seen.observed.children, draft.memory, seen.observed.ssh_key
         )
         for name in unknown:
-            d.plan.events.append(
+            draft.plan.events.append(
                 EventRecord("Warning", "PluginError", f"unknown plugin {name} is ignored")
             )
-    return d.plugins_built
+    return draft.plugins_built
 
 
-def end_restart(d: Draft) -> None:
-    d.status.restart = None
-    d.status.controlled.pop(restarts.RECORD_KEY, None)
+def end_restart(draft: Draft) -> None:
+    draft.status.restart = None
+    draft.status.controlled.pop(restarts.RECORD_KEY, None)
 
 
 def pods_by_task(pods: Iterable[JobPod]) -> dict[str, list[Mapping[str, Any]]]:
@@ -267,63 +270,63 @@ def pods_by_task(pods: Iterable[JobPod]) -> dict[str, list[Mapping[str, Any]]]:
     return out
 
 
-def pod_of(r: JobRound, name: str | None) -> Mapping[str, Any] | None:
+def pod_of(seen: JobRound, name: str | None) -> Mapping[str, Any] | None:
     """The pod an event is about, as last seen (a deleted pod from its watch edge)."""
     if not name:
         return None
-    if name in r.all_pods_by_name:
-        return r.all_pods_by_name[name]
-    return next((e.pod for e in r.observed.pod_edges if podview.name_of(e.pod) == name), None)
+    if name in seen.all_pods_by_name:
+        return seen.all_pods_by_name[name]
+    return next((e.pod for e in seen.observed.pod_edges if podview.name_of(e.pod) == name), None)
 
 
 # ---------------------------------------------------------------------- succeeded slots
 
 
-def succeeded_now(r: JobRound, d: Draft) -> dict[str, set[int]]:
+def succeeded_now(seen: JobRound, draft: Draft) -> dict[str, set[int]]:
     """Per task, indexes < replicas whose pod succeeded, or whose succeeded pod was deleted
     (recorded earlier and not recreated: difference 8)."""
     out: dict[str, set[int]] = {}
-    for task_name, task in r.tasks.items():
+    for task_name, task in seen.tasks.items():
         done: set[int] = set()
         for i in range(task.replica_count):
-            name = labels.pod_name(r.job.name, task_name, i)
-            pod = r.pods_by_name.get(name)
-            if pod is not None and live(d, pod):
+            name = labels.pod_name(seen.job.name, task_name, i)
+            pod = seen.pods_by_name.get(name)
+            if pod is not None and live(draft, pod):
                 if pod.phase == podview.SUCCEEDED:
                     done.add(i)
-            elif pod is None and i in d.status.recorded_succeeded.get(task_name, set()):
+            elif pod is None and i in draft.status.recorded_succeeded.get(task_name, set()):
                 done.add(i)
         if done:
             out[task_name] = done
     return out
 
 
-def slots(r: JobRound, d: Draft) -> tuple[bool, int]:
+def slots(seen: JobRound, draft: Draft) -> tuple[bool, int]:
     """(every slot finished, succeeded slots whose pod no longer exists)."""
     all_finished = True
     ghost_succeeded = 0
-    created = {podview.name_of(p) for p in d.created}
-    for task_name, task in r.tasks.items():
+    created = {podview.name_of(p) for p in draft.created}
+    for task_name, task in seen.tasks.items():
         for i in range(task.replica_count):
-            name = labels.pod_name(r.job.name, task_name, i)
-            pod = r.pods_by_name.get(name)
+            name = labels.pod_name(seen.job.name, task_name, i)
+            pod = seen.pods_by_name.get(name)
             if pod is None:
-                recorded = d.status.recorded_succeeded.get(task_name, set())
+                recorded = draft.status.recorded_succeeded.get(task_name, set())
                 if name not in created and i in recorded:
                     ghost_succeeded += 1
                 else:
                     all_finished = False
-            elif not live(d, pod) or not pod.finished:
+            elif not live(draft, pod) or not pod.finished:
                 all_finished = False
     return all_finished, ghost_succeeded
 
 
-def tally(r: JobRound, d: Draft) -> status_mod.PodTally:
+def tally(seen: JobRound, draft: Draft) -> status_mod.PodTally:
     counted = status_mod.PodTally()
-    for pod in r.pods:
+    for pod in seen.pods:
         # A decision only writes the status: the pods it will kill are still as they are.
-        going = pod.deleting or (pod.name in d.deleting and not d.decided)
+        going = pod.deleting or (pod.name in draft.deleting and not draft.decided)
         counted.add(pod.task, pod.phase, terminating=going)
-    for made in d.created:
+    for made in draft.created:
         counted.add(podview.task_of(made), podview.PENDING, terminating=False)
     return counted

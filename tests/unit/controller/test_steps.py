@@ -1,4 +1,4 @@
-"""`controller.job.decide.draft`: the steps every concern of the planner shares."""
+"""`controller.job.decide.steps`: the steps every concern of the planner shares."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from builders import job, observe, pod_group_of, pod_of
 
-from controller.job.decide import draft
+from controller.job.decide import steps
 from controller.job.decide.model import PlanSettings, PodEdge
 from shared.models import JobPhase
 
 
 def start(j: dict[str, Any], pods: list[dict[str, Any]] | None = None, **kw: Any) -> Any:
-    return draft.start(observe(j, pods or [], **kw), PlanSettings())
+    return steps.start(observe(j, pods or [], **kw), PlanSettings())
 
 
 @pytest.mark.parametrize(
@@ -39,44 +39,46 @@ def test_set_phase(
     b = job().task("w", 1)
     if status_phase is not None:
         b = b.phase(status_phase)
-    r, d = start(b.build())
-    assert [draft.set_phase(r, d, to, "R", "m") for to in moves] == written
-    assert [e.message for e in d.plan.events] == events
-    assert d.status.phase == moves[0]
-    assert (d.requeue == [draft.FOLLOW_UP]) is (False in written)
+    seen, draft = start(b.build())
+    assert [steps.set_phase(seen, draft, to, "R", "m") for to in moves] == written
+    assert [e.message for e in draft.plan.events] == events
+    assert draft.status.phase == moves[0]
+    assert (draft.requeue == [steps.FOLLOW_UP]) is (False in written)
 
 
 def test_kill_marks_then_deletes_each_pod_once() -> None:
     j = job().task("w", 3).phase("Running").build()
     pods = [pod_of(j, "w", 0), pod_of(j, "w", 1, deleting=True), pod_of(j, "w", 2)]
-    r, d = start(j, pods)
-    draft.kill(r, d, r.pods)
-    draft.kill(r, d, r.pods[:1])
-    assert [ref.name for ref in d.plan.annotate_out_of_sync] == ["j-w-0", "j-w-2"]
-    assert [ref.name for ref in d.plan.delete] == ["j-w-0", "j-w-2"]
-    assert d.deleting == {"j-w-0", "j-w-2"}
+    seen, draft = start(j, pods)
+    steps.kill(seen, draft, seen.pods)
+    steps.kill(seen, draft, seen.pods[:1])
+    assert [ref.name for ref in draft.plan.annotate_out_of_sync] == ["j-w-0", "j-w-2"]
+    assert [ref.name for ref in draft.plan.delete] == ["j-w-0", "j-w-2"]
+    assert draft.deleting == {"j-w-0", "j-w-2"}
 
 
 def test_a_deleted_pod_group_is_remembered_so_a_stale_copy_never_counts() -> None:
     j = job().task("w", 1).phase("Running").build()
     pg = pod_group_of(j)
-    r, d = start(j, pod_group=pg)
-    draft.delete_pod_group(r, d)
-    assert [ref.kind for ref in d.plan.delete] == ["PodGroup"]
-    assert d.memory["deletedPodGroupUid"] == "pg-uid-1"
+    seen, draft = start(j, pod_group=pg)
+    steps.delete_pod_group(seen, draft)
+    assert [ref.kind for ref in draft.plan.delete] == ["PodGroup"]
+    assert draft.memory["deletedPodGroupUid"] == "pg-uid-1"
     # the next round still sees it in the cache: not deleted again, and not usable
-    r, d = draft.start(observe(j, [], pod_group=pg, memory=dict(d.memory)), PlanSettings())
-    assert draft.pod_group_usable(r, d) is None
-    draft.delete_pod_group(r, d)
-    assert d.plan.delete == []
+    seen, draft = steps.start(
+        observe(j, [], pod_group=pg, memory=dict(draft.memory)), PlanSettings()
+    )
+    assert steps.pod_group_usable(seen, draft) is None
+    steps.delete_pod_group(seen, draft)
+    assert draft.plan.delete == []
 
 
 def test_a_succeeded_pod_deleted_before_the_status_recorded_it_still_counts() -> None:
     j = job().task("w", 2).phase("Running").build()
     gone = pod_of(j, "w", 0, phase="Succeeded", exit_code=0)
-    r, d = start(j, [pod_of(j, "w", 1)], pod_edges=[PodEdge("deleted", gone, False)])
-    assert draft.succeeded_now(r, d) == {"w": {0}}
-    assert draft.slots(r, d) == (False, 1)
+    seen, draft = start(j, [pod_of(j, "w", 1)], pod_edges=[PodEdge("deleted", gone, False)])
+    assert steps.succeeded_now(seen, draft) == {"w": {0}}
+    assert steps.slots(seen, draft) == (False, 1)
 
 
 @pytest.mark.parametrize(
@@ -89,6 +91,6 @@ def test_a_succeeded_pod_deleted_before_the_status_recorded_it_still_counts() ->
 )
 def test_tally(phases: list[str], counts: tuple[int, int, int]) -> None:
     j = job().task("w", 2).phase("Running").build()
-    r, d = start(j, [pod_of(j, "w", i, phase=p) for i, p in enumerate(phases)])
-    t = draft.tally(r, d)
+    seen, draft = start(j, [pod_of(j, "w", i, phase=p) for i, p in enumerate(phases)])
+    t = steps.tally(seen, draft)
     assert (t.running, t.pending, t.succeeded) == counts
