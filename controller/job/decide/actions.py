@@ -27,7 +27,6 @@ from controller.job.decide import (
 )
 from controller.job.decide import status as status_mod
 from controller.job.decide import timers as timers_mod
-from controller.job.decide.model import EventRecord
 from controller.job.decide.policies import Decision
 from controller.job.decide.state import Kill, Transition
 from controller.job.decide.steps import Draft, JobRound
@@ -94,16 +93,17 @@ def execute(seen: JobRound, draft: Draft, decision: Decision, decisions: list[De
     if transition is None:
         if not decision.command:
             return  # level-triggered causes come back; only commands are reported
-        draft.plan.events.append(
-            EventRecord(
+        steps.add(
+            draft,
+            steps.event(
                 "Normal",
                 "ActionIgnored",
                 f"{action.value} does nothing in phase {s.phase.value} ({decision.cause})",
-            )
+            ),
         )
         return
-    draft.plan.events.append(
-        EventRecord("Normal", "ExecuteAction", f"Start to execute action {action.value}")
+    steps.add(
+        draft, steps.event("Normal", "ExecuteAction", f"Start to execute action {action.value}")
     )
     retry_before = s.retry_count
     cause = retrybudget.classify(decision, steps.pod_of(seen, decision.pod))
@@ -209,12 +209,13 @@ def deadline_passed(seen: JobRound, draft: Draft) -> bool:
     )
     if draft.decided:
         steps.end_restart(draft)
-        draft.plan.events.append(
-            EventRecord(
+        steps.add(
+            draft,
+            steps.event(
                 "Warning",
                 "DeadlineExceeded",
                 f"the job was active for {limit}s, its activeDeadlineSeconds; its pods are deleted",
-            )
+            ),
         )
     return True
 
@@ -230,18 +231,5 @@ def unrecoverable_failure(seen: JobRound, draft: Draft) -> bool:
     steps.kill_unfinished(seen, draft)
     draft.decided = steps.set_phase(seen, draft, JobPhase.FAILED, problem.reason, problem.message)
     if draft.decided:
-        draft.plan.events.append(EventRecord("Warning", problem.reason, problem.message))
+        steps.add(draft, steps.event("Warning", problem.reason, problem.message))
     return True
-
-
-def keep_only_the_decision(draft: Draft) -> None:
-    """A transition with effects is persisted before any of them: this plan writes the
-    status (phase, reason, retryCount, version, the restart record) and its events; the
-    kills and deletions are planned again from the written phase by the next reconciles,
-    which therefore survive any failed write or a crash in between."""
-    draft.plan.annotate_out_of_sync = []
-    draft.plan.delete = []
-    draft.plan.create = []
-    draft.plan.update = []
-    draft.plan.job_spec_patch = None
-    draft.created = []

@@ -23,9 +23,8 @@ from controller.job.decide import (
     suspension,
     volumes,
 )
-from controller.job.decide.model import EventRecord
 from controller.job.decide.podgen import PodContext, build_pod
-from controller.job.decide.steps import Draft, JobRound
+from controller.job.decide.steps import Draft, Effects, JobRound
 from shared import labels
 from shared.models import JobPhase
 from shared.wire import WireObject
@@ -68,52 +67,50 @@ def sync(seen: JobRound, draft: Draft) -> None:
         steps.set_phase(
             seen, draft, JobPhase.PENDING, "PVCFound", "every PersistentVolumeClaim exists"
         )
-    draft.plan.create.extend(vplan.creates)
-    if vplan.spec_volumes is not None:
-        draft.plan.job_spec_patch = {"spec": {"volumes": vplan.spec_volumes}}
-    claims = vplan.claims
-
-    pg = sync_pod_group(seen, draft)
-    if (warning := podgroup.pending_warning(seen.job, pg)) is not None:
-        draft.plan.events.append(EventRecord("Warning", "PodGroupPending", warning))
-    native_groups = sync_native_gang(seen, draft)
+    volume_effects = Effects(
+        create=tuple(vplan.creates),
+        spec=() if vplan.spec_volumes is None else (("volumes", vplan.spec_volumes),),
+    )
+    pg, group_effects = sync_pod_group(seen, draft)
+    warning = podgroup.pending_warning(seen.job, pg)
+    pending = (
+        steps.NOTHING if warning is None else steps.event("Warning", "PodGroupPending", warning)
+    )
+    native_groups, gang_effects = sync_native_gang(seen)
+    steps.add(draft, volume_effects + group_effects + pending + gang_effects)
     scale_down(seen, draft)
     if gang.gate_open(seen.job.spec.scheduler_name, seen.settings.gang_schedulers, pg):
-        create_pods(seen, draft, claims, native_groups)
+        steps.add_pods(seen, draft, missing_pods(seen, draft, vplan.claims, native_groups))
     transitions(seen, draft)
 
 
-def sync_pod_group(seen: JobRound, draft: Draft) -> WireObject | None:
-    """Create the PodGroup first; bring its spec in line on scale."""
+def sync_pod_group(seen: JobRound, draft: Draft) -> tuple[WireObject | None, Effects]:
+    """The PodGroup to gate the pods on (None: none usable yet), created if missing, its spec
+    brought in line on scale."""
     pg = steps.pod_group_usable(seen, draft)
     if pg is None:
         if seen.observed.pod_group is not None and not draft.pod_group_gone:
-            return None  # the deleted one is still in the cache: wait for it to go
+            return None, steps.NOTHING  # the deleted one is still in the cache: wait for it
         # The deleted group's uid stays remembered: a stale cache copy of it must never
         # open the gate for the new pods.
-        draft.plan.create.append(podgroup.build_pod_group(seen.job, seen.observed.priority_values))
-        return None
+        built = podgroup.build_pod_group(seen.job, seen.observed.priority_values)
+        return None, Effects(create=(built,))
     updated = podgroup.updated_pod_group(pg, seen.job, seen.observed.priority_values)
-    if updated is not None:
-        draft.plan.update.append(updated)
-    return pg
+    return pg, steps.NOTHING if updated is None else Effects(update=(updated,))
 
 
-def sync_native_gang(seen: JobRound, draft: Draft) -> dict[str, str]:
+def sync_native_gang(seen: JobRound) -> tuple[dict[str, str], Effects]:
     """Kubernetes' own gang for a job kube-scheduler places: its Workload and PodGroups created
     before the first pod, the gangs' sizes kept in line on scale. Returns the PodGroup each
     task's pods join; none when the job has no native gang (and, once, says why not)."""
     if not nativegang.applies(seen.job, seen.settings.native_gang_schedulers):
-        return {}
+        return {}, steps.NOTHING
     first_round = seen.observed.pod_group is None and not seen.pods
     if not seen.settings.native_gang_served:
-        if first_round:
-            draft.plan.events.append(
-                EventRecord(
-                    "Warning", nativegang.UNAVAILABLE_REASON, nativegang.UNAVAILABLE_MESSAGE
-                )
-            )
-        return {}
+        if not first_round:
+            return {}, steps.NOTHING
+        why = steps.event("Warning", nativegang.UNAVAILABLE_REASON, nativegang.UNAVAILABLE_MESSAGE)
+        return {}, why
     groups = {podview.name_of(g): g for g in seen.observed.native_pod_groups}
     single = nativegang.name_of(seen.job)
     gangs = nativegang.task_gangs(seen.job)
@@ -122,64 +119,67 @@ def sync_native_gang(seen: JobRound, draft: Draft) -> dict[str, str]:
         single not in groups and seen.settings.composite_gang_served and bool(gangs)
     )
     if composite:
-        return sync_composite_gang(seen, draft, groups, first_round)
+        return sync_composite_gang(seen, groups, first_round)
     existing = groups.get(single)
+    effects = steps.NOTHING
     if existing is None:
         known = seen.observed.priority_values
-        draft.plan.create.extend(
-            [
+        effects = Effects(
+            create=(
                 nativegang.build_workload(seen.job, known),
                 nativegang.build_pod_group(seen.job, known),
-            ]
+            )
         )
         if first_round:
-            report_partial(seen, draft, [])
+            effects += report_partial(seen, [])
     elif (updated := nativegang.updated_pod_group(existing, seen.job)) is not None:
-        draft.plan.update.append(updated)
-    return dict.fromkeys(seen.tasks, single)
+        effects = Effects(update=(updated,))
+    return dict.fromkeys(seen.tasks, single), effects
 
 
 def sync_composite_gang(
-    seen: JobRound, draft: Draft, groups: dict[str, WireObject], first_round: bool
-) -> dict[str, str]:
+    seen: JobRound, groups: dict[str, WireObject], first_round: bool
+) -> tuple[dict[str, str], Effects]:
     """The tasks' own gangs: a CompositePodGroup first, then a PodGroup per task, each resized
     with its task on scale. A task whose group exists keeps joining it."""
     known = seen.observed.priority_values
     gangs = nativegang.child_gangs(seen.job)
+    effects = steps.NOTHING
     if seen.observed.native_composite_pod_group is None:
-        draft.plan.create.extend(
-            [
+        effects = Effects(
+            create=(
                 nativegang.build_composite_workload(seen.job, gangs, known),
                 nativegang.build_composite_pod_group(seen.job, gangs, known),
-            ]
+            )
         )
         if first_round:
-            report_partial(seen, draft, gangs)
+            effects += report_partial(seen, gangs)
     for task_gang in gangs:
         existing = groups.get(task_gang.pod_group)
         if existing is None:
-            draft.plan.create.append(nativegang.build_task_pod_group(seen.job, task_gang, known))
+            built = nativegang.build_task_pod_group(seen.job, task_gang, known)
+            effects += Effects(create=(built,))
         elif (updated := nativegang.resized(existing, task_gang.min_count)) is not None:
-            draft.plan.update.append(updated)
+            effects += Effects(update=(updated,))
     joined = {
         task: nativegang.task_pod_group_name(seen.job, task)
         for task in seen.tasks
         if nativegang.task_pod_group_name(seen.job, task) in groups
     }
     joined.update((g.task, g.pod_group) for g in gangs)
-    return joined
+    return joined, effects
 
 
-def report_partial(seen: JobRound, draft: Draft, gangs: list[nativegang.TaskGang]) -> None:
-    if missing := nativegang.unexpressed(seen.job, gangs):
-        draft.plan.events.append(
-            EventRecord(
-                "Warning",
-                nativegang.PARTIAL_REASON,
-                f"kube-scheduler's gang is {nativegang.gang_summary(seen.job, gangs)}; "
-                "it cannot express " + ", ".join(missing),
-            )
-        )
+def report_partial(seen: JobRound, gangs: list[nativegang.TaskGang]) -> Effects:
+    missing = nativegang.unexpressed(seen.job, gangs)
+    if not missing:
+        return steps.NOTHING
+    return steps.event(
+        "Warning",
+        nativegang.PARTIAL_REASON,
+        f"kube-scheduler's gang is {nativegang.gang_summary(seen.job, gangs)}; "
+        "it cannot express " + ", ".join(missing),
+    )
 
 
 def scale_down(seen: JobRound, draft: Draft) -> None:
@@ -187,12 +187,15 @@ def scale_down(seen: JobRound, draft: Draft) -> None:
     steps.kill(seen, draft, scaling.extra_pods(seen.pods, replicas))
 
 
-def create_pods(
+def missing_pods(
     seen: JobRound,
     draft: Draft,
     claims: list[tuple[str, str]],
     native_pod_groups: Mapping[str, str] | None = None,
-) -> None:
+) -> list[WireObject]:
+    """The pods of the slots that have none (and no recorded success), whose tasks' dependencies
+    are ready; as Kueue's admission shapes them."""
+    made: list[WireObject] = []
     ctx = PodContext(
         job=seen.job,
         version=draft.status.version,
@@ -216,10 +219,8 @@ def create_pods(
             seen.job.name, task_name, replicas, seen.all_pods_by_name.keys(), done
         ):
             pod = build_pod(ctx, task, i)
-            draft.created.append(pod if override is None else kueue.apply_override(pod, override))
-    if draft.created:
-        draft.plan.create.extend(draft.created)
-        draft.plan.guard_uid = seen.job.uid
+            made.append(pod if override is None else kueue.apply_override(pod, override))
+    return made
 
 
 def transitions(seen: JobRound, draft: Draft) -> None:
@@ -237,7 +238,7 @@ def transitions(seen: JobRound, draft: Draft) -> None:
     met = successpolicy.evaluate(seen.job.spec.success_policy, list(seen.tasks), succeeded)
     if met is not None:
         steps.set_phase(seen, draft, JobPhase.COMPLETING, "SuccessPolicy", met.message)
-        drop_created(draft)
+        steps.drop_created(draft)
         return
     outcome = state.running_outcome(
         counts,
@@ -256,16 +257,4 @@ def transitions(seen: JobRound, draft: Draft) -> None:
         return
     steps.set_phase(seen, draft, outcome.to, outcome.reason, outcome.message)
     if outcome.to in (JobPhase.COMPLETING, JobPhase.FAILED):
-        drop_created(draft)
-
-
-def drop_created(draft: Draft) -> None:
-    """A job that stops running creates nothing more in this plan."""
-    if draft.created:
-        names = {podview.name_of(p) for p in draft.created}
-        draft.plan.create = [
-            o
-            for o in draft.plan.create
-            if not (o.get("kind") == "Pod" and podview.name_of(o) in names)
-        ]
-        draft.created = []
+        steps.drop_created(draft)

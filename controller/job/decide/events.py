@@ -14,17 +14,19 @@ from controller.job.decide import commands, memory, podgroup, podview, policies,
 from controller.job.decide import timers as timers_mod
 from controller.job.decide.model import EventRecord
 from controller.job.decide.policies import Decision, JobEvent
-from controller.job.decide.steps import Draft, JobRound
+from controller.job.decide.steps import Draft, Effects, JobRound
 from shared.models import PolicyAction, PolicyEvent
 
 
-def from_commands(seen: JobRound, draft: Draft) -> list[Decision]:
+def from_commands(seen: JobRound) -> tuple[list[Decision], Effects]:
+    """The decisions the job's Commands ask for, and the Commands consumed (deleted)."""
     outcome = commands.consume(seen.observed.commands, seen.job.uid)
-    if outcome.waiting:
-        draft.requeue.append(steps.FOLLOW_UP)
-    draft.plan.delete_commands.extend(outcome.delete)
-    draft.plan.events.extend(outcome.events)
-    return outcome.decisions
+    effects = Effects(
+        delete_commands=tuple(outcome.delete),
+        events=tuple(outcome.events),
+        requeue=(steps.FOLLOW_UP,) if outcome.waiting else (),
+    )
+    return outcome.decisions, effects
 
 
 def derive(seen: JobRound, draft: Draft) -> list[JobEvent]:
@@ -59,8 +61,10 @@ def derive(seen: JobRound, draft: Draft) -> list[JobEvent]:
         )
     if podgroup.phase_of(steps.pod_group_usable(seen, draft)) == "Unknown":
         events.append(JobEvent(PolicyEvent.UNKNOWN, "the PodGroup phase is Unknown"))
-    if scaled(seen, draft):
+    if (change := scaled(seen, draft)) is not None:
         events.append(JobEvent(PolicyEvent.JOB_UPDATED, "the job was scaled"))
+        said = f"the job was scaled: {change}"
+        steps.add(draft, steps.event("Normal", PolicyEvent.JOB_UPDATED.value, said))
     return events
 
 
@@ -71,9 +75,10 @@ def spec_shape(seen: JobRound) -> scaling.SpecShape:
     }
 
 
-def scaled(seen: JobRound, draft: Draft) -> bool:
+def scaled(seen: JobRound, draft: Draft) -> str | None:
     """JobUpdated (difference 10): replicas or minAvailable changed since the shape last acted on
-    (`scaling.spec_update`); raised as a policy event and as a Normal Event on the job."""
+    (`scaling.spec_update`); the change, raised as a policy event and as a Normal Event on the
+    job. The shape is remembered as acted on."""
     shape = spec_shape(seen)
     remembered = draft.memory.get(memory.SPEC_SHAPE)
     draft.memory["specShape"] = shape
@@ -90,13 +95,7 @@ def scaled(seen: JobRound, draft: Draft) -> bool:
         "minMember": int(desired["minMember"]),
         "minTaskMember": dict(desired["minTaskMember"]),
     }
-    change = scaling.spec_update(remembered, shape, acted_gang, new_gang)
-    if change is None:
-        return False
-    draft.plan.events.append(
-        EventRecord("Normal", PolicyEvent.JOB_UPDATED.value, f"the job was scaled: {change}")
-    )
-    return True
+    return scaling.spec_update(remembered, shape, acted_gang, new_gang)
 
 
 def facts(seen: JobRound, draft: Draft) -> timers_mod.Facts:
@@ -125,7 +124,7 @@ def match(seen: JobRound, draft: Draft) -> list[Decision]:
     found = derive(seen, draft)
     step = policy_step(seen, found, draft.timers, facts(seen, draft))
     draft.timers = step.timers
-    draft.plan.events.extend(step.events)
+    steps.add(draft, Effects(events=tuple(step.events)))
     return step.decisions
 
 

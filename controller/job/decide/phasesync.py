@@ -8,6 +8,7 @@ The child objects and memory keys each plugin owns come from its descriptor (`sh
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping
 
 from controller.job.decide import (
     activesync,
@@ -22,10 +23,11 @@ from controller.job.decide import (
 )
 from controller.job.decide import status as status_mod
 from controller.job.decide import ttl as ttl_mod
-from controller.job.decide.model import EventRecord, ObjectRef
-from controller.job.decide.plugins import owned_children, owned_memory_keys
-from controller.job.decide.steps import FOLLOW_UP, Draft, JobRound
+from controller.job.decide.model import ObjectRef
+from controller.job.decide.plugins import JobPlugin, owned_children, owned_memory_keys
+from controller.job.decide.steps import FOLLOW_UP, Draft, Effects, JobRound
 from shared.models import JobPhase
+from shared.wire import WireObject
 
 
 def times(count: int) -> str:
@@ -152,15 +154,33 @@ def sync_draining(seen: JobRound, draft: Draft) -> None:
 def sync_children(seen: JobRound, draft: Draft, *, create: bool) -> None:
     """Plugin objects: created while the job can run, kept in line in every non-terminal
     phase (difference 13: the hosts ConfigMap follows replicas even while Pending)."""
-    children = seen.observed.children
-    for plugin in steps.plugins(seen, draft):
+    plugins = steps.plugins(seen, draft)
+    steps.add(draft, plugin_objects(plugins, seen.observed.children, create=create))
+    for plugin in plugins:
         draft.status.controlled[f"plugin-{plugin.name}"] = plugin.name
+        entries = memory.plugin_entries(draft.memory)
+        for memory_key in plugin.descriptor.memory_keys:
+            entries.pop(memory_key, None)
+        entries.update(plugin.remember())
+
+
+def plugin_objects(
+    plugins: Iterable[JobPlugin],
+    children: Mapping[tuple[str, str], WireObject],
+    *,
+    create: bool,
+) -> Effects:
+    """The plugins' objects to create (when `create`) and those whose managed fields drifted
+    from what the plugin wants."""
+    made: list[WireObject] = []
+    updated: list[WireObject] = []
+    for plugin in plugins:
         for desired in plugin.objects():
             key = (str(desired.obj["kind"]), str(desired.obj["metadata"]["name"]))
             existing = children.get(key)
             if existing is None:
                 if create:
-                    draft.plan.create.append(desired.obj)
+                    made.append(desired.obj)
                 continue
             changed = {
                 k: desired.obj.get(k)
@@ -168,13 +188,10 @@ def sync_children(seen: JobRound, draft: Draft, *, create: bool) -> None:
                 if existing.get(k) != desired.obj.get(k)
             }
             if changed:
-                updated = copy.deepcopy(existing)
-                updated.update(copy.deepcopy(changed))
-                draft.plan.update.append(updated)
-        entries = memory.plugin_entries(draft.memory)
-        for memory_key in plugin.descriptor.memory_keys:
-            entries.pop(memory_key, None)
-        entries.update(plugin.remember())
+                replacement = copy.deepcopy(existing)
+                replacement.update(copy.deepcopy(changed))
+                updated.append(replacement)
+    return Effects(create=tuple(made), update=tuple(updated))
 
 
 def finish(seen: JobRound, draft: Draft) -> None:
@@ -183,54 +200,61 @@ def finish(seen: JobRound, draft: Draft) -> None:
     s = draft.status
     steps.kill_unfinished(seen, draft)
     steps.delete_pod_group(seen, draft)
-    owned_kinds, owned_names = owned_children(seen.job.name)
-    for (kind, name), child in sorted(seen.observed.children.items()):
-        if (
-            kind in owned_kinds
-            and name in owned_names
-            and podview.controller_uid(child) == seen.job.uid
-        ):
-            draft.plan.delete.append(
-                ObjectRef(
-                    str(child.get("apiVersion") or "v1"),
-                    kind,
-                    seen.job.namespace,
-                    name,
-                    podview.uid_of(child) or None,
-                )
-            )
+    steps.add(draft, owned_children_gone(seen) + ttl_expiry(seen, s.last_transition))
     s.controlled = {k: v for k, v in s.controlled.items() if not k.startswith("plugin-")}
     plugin_memory = memory.plugin_entries(draft.memory)
     for memory_key in owned_memory_keys():
         plugin_memory.pop(memory_key, None)
-    ttl = seen.job.spec.ttl_seconds_after_finished
-    expiry = ttl_mod.ttl_outcome(ttl, status_mod.parse_time(s.last_transition), seen.now)
-    if expiry is not None:
-        if expiry.delete:
-            draft.plan.delete_job = True
-            draft.plan.events.append(
-                EventRecord(
-                    "Normal",
-                    "TTLExpired",
-                    f"the job finished at {s.last_transition} and its "
-                    f"ttlSecondsAfterFinished of {ttl}s passed; deleting it",
-                )
+
+
+def owned_children_gone(seen: JobRound) -> Effects:
+    """The plugin objects this job owns, deleted (with their uid as precondition)."""
+    owned_kinds, owned_names = owned_children(seen.job.name)
+    return Effects(
+        delete=tuple(
+            ObjectRef(
+                str(child.get("apiVersion") or "v1"),
+                kind,
+                seen.job.namespace,
+                name,
+                podview.uid_of(child) or None,
             )
-        elif expiry.wait is not None:
-            draft.requeue.append(expiry.wait)
+            for (kind, name), child in sorted(seen.observed.children.items())
+            if kind in owned_kinds
+            and name in owned_names
+            and podview.controller_uid(child) == seen.job.uid
+        )
+    )
 
 
-def apply_kueue(seen: JobRound, draft: Draft) -> None:
+def ttl_expiry(seen: JobRound, finished_at: str | None) -> Effects:
+    """`ttlSecondsAfterFinished`: the job deleted once it passed, else a look when it will."""
+    ttl = seen.job.spec.ttl_seconds_after_finished
+    expiry = ttl_mod.ttl_outcome(ttl, status_mod.parse_time(finished_at), seen.now)
+    if expiry is None:
+        return steps.NOTHING
+    if expiry.delete:
+        gone = steps.event(
+            "Normal",
+            "TTLExpired",
+            f"the job finished at {finished_at} and its "
+            f"ttlSecondsAfterFinished of {ttl}s passed; deleting it",
+        )
+        return gone + Effects(delete_job=True)
+    return steps.NOTHING if expiry.wait is None else Effects(requeue=(expiry.wait,))
+
+
+def kueue_effects(seen: JobRound) -> Effects:
+    """Kueue's steps for this job (`kueue.plan_kueue`): its Workload created, adopted or its
+    status written, `spec.suspend` set."""
     kueue_steps = seen.kueue
-    if kueue_steps.create_workload is not None:
-        draft.plan.create.append(kueue_steps.create_workload)
+    effects = Effects(
+        create=() if kueue_steps.create_workload is None else (kueue_steps.create_workload,),
+        requeue=() if kueue_steps.requeue_after is None else (kueue_steps.requeue_after,),
+        workload_status=kueue_steps.workload_status,
+        adopt_workload=kueue_steps.adopt_workload,
+    )
     if kueue_steps.set_suspend is not None:
-        patch = draft.plan.job_spec_patch or {}
-        patch.setdefault("spec", {})["suspend"] = kueue_steps.set_suspend
-        draft.plan.job_spec_patch = patch
         # Our own write's echo does not wake the job: look again at once.
-        draft.requeue.append(FOLLOW_UP)
-    draft.plan.workload_status = kueue_steps.workload_status
-    draft.plan.adopt_workload = kueue_steps.adopt_workload
-    if kueue_steps.requeue_after is not None:
-        draft.requeue.append(kueue_steps.requeue_after)
+        effects += Effects(spec=(("suspend", kueue_steps.set_suspend),), requeue=(FOLLOW_UP,))
+    return effects

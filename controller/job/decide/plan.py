@@ -43,7 +43,8 @@ def reconcile(observed: Observed, settings: PlanSettings | None = None) -> Plan:
         )
     elif not (actions.deadline_passed(seen, draft) or actions.unrecoverable_failure(seen, draft)):
         # Neither failed the job: commands and policies decide.
-        decisions = events.from_commands(seen, draft)
+        decisions, consumed = events.from_commands(seen)
+        steps.add(draft, consumed)
         if (s.phase in state.ACTIVE and not seen.suspended) or s.phase == JobPhase.RESTARTING:
             decisions += events.match(seen, draft)
         else:
@@ -53,11 +54,11 @@ def reconcile(observed: Observed, settings: PlanSettings | None = None) -> Plan:
             actions.execute(seen, draft, decision, decisions)
 
     if draft.decided:
-        actions.keep_only_the_decision(draft)
+        steps.keep_only_the_decision(draft)
     else:
         phasesync.sync(seen, draft)
         if s.phase in state.TERMINAL and not draft.transitioned:
             phasesync.finish(seen, draft)
-        phasesync.apply_kueue(seen, draft)
+        steps.add(draft, phasesync.kueue_effects(seen))
     outcome.finalize(seen, draft)
     return draft.plan

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from controller.job.decide import kueue, memory, podview, restarts, suspension, timers
 from controller.job.decide import status as status_mod
@@ -78,6 +78,66 @@ class Draft:
     # A transition with effects was decided: this plan only writes it (and its events).
     decided: bool = False
     plugins_built: list[JobPlugin] | None = None
+
+
+@dataclass(frozen=True)
+class Effects:
+    """What a concern asks of the API, as a value: the objects to create, update or delete, the
+    Events, when to look again, a change to the Job's own spec, Kueue's Workload writes. The
+    concern returns it; `add` puts it into the plan (the applier orders objects by kind)."""
+
+    create: tuple[WireObject, ...] = ()
+    update: tuple[WireObject, ...] = ()
+    delete: tuple[ObjectRef, ...] = ()
+    events: tuple[EventRecord, ...] = ()
+    requeue: tuple[timedelta, ...] = ()
+    # Fields of the Job's `spec` to write back (merged with other concerns').
+    spec: tuple[tuple[str, Any], ...] = ()
+    delete_commands: tuple[str, ...] = ()
+    delete_job: bool = False
+    workload_status: WireObject | None = None
+    adopt_workload: WireObject | None = None
+
+    def __add__(self, other: Effects) -> Effects:
+        return Effects(
+            create=self.create + other.create,
+            update=self.update + other.update,
+            delete=self.delete + other.delete,
+            events=self.events + other.events,
+            requeue=self.requeue + other.requeue,
+            spec=self.spec + other.spec,
+            delete_commands=self.delete_commands + other.delete_commands,
+            delete_job=self.delete_job or other.delete_job,
+            workload_status=other.workload_status or self.workload_status,
+            adopt_workload=other.adopt_workload or self.adopt_workload,
+        )
+
+
+NOTHING = Effects()
+
+
+def event(kind: Literal["Normal", "Warning"], reason: str, message: str) -> Effects:
+    return Effects(events=(EventRecord(kind, reason, message),))
+
+
+def add(draft: Draft, effects: Effects) -> None:
+    """The one place a concern's effects enter the plan."""
+    plan = draft.plan
+    plan.create.extend(effects.create)
+    plan.update.extend(effects.update)
+    plan.delete.extend(effects.delete)
+    plan.events.extend(effects.events)
+    plan.delete_commands.extend(effects.delete_commands)
+    draft.requeue.extend(effects.requeue)
+    if effects.spec:
+        patch = plan.job_spec_patch or {}
+        patch.setdefault("spec", {}).update(effects.spec)
+        plan.job_spec_patch = patch
+    plan.delete_job = plan.delete_job or effects.delete_job
+    if effects.workload_status is not None:
+        plan.workload_status = effects.workload_status
+    if effects.adopt_workload is not None:
+        plan.adopt_workload = effects.adopt_workload
 
 
 def start(observed: Observed, settings: PlanSettings) -> tuple[JobRound, Draft]:
@@ -330,3 +390,36 @@ def tally(seen: JobRound, draft: Draft) -> status_mod.PodTally:
     for made in draft.created:
         counted.add(podview.task_of(made), podview.PENDING, terminating=False)
     return counted
+
+
+def add_pods(seen: JobRound, draft: Draft, pods: list[WireObject]) -> None:
+    """The pods this plan creates: created only while the job still exists with its uid."""
+    if pods:
+        draft.created = list(pods)
+        draft.plan.create.extend(pods)
+        draft.plan.guard_uid = seen.job.uid
+
+
+def drop_created(draft: Draft) -> None:
+    """A job that stops running creates nothing more in this plan."""
+    if draft.created:
+        names = {podview.name_of(p) for p in draft.created}
+        draft.plan.create = [
+            o
+            for o in draft.plan.create
+            if not (o.get("kind") == "Pod" and podview.name_of(o) in names)
+        ]
+        draft.created = []
+
+
+def keep_only_the_decision(draft: Draft) -> None:
+    """A transition with effects is persisted before any of them: this plan writes the
+    status (phase, reason, retryCount, version, the restart record) and its events; the
+    kills and deletions are planned again from the written phase by the next reconciles,
+    which therefore survive any failed write or a crash in between."""
+    draft.plan.annotate_out_of_sync = []
+    draft.plan.delete = []
+    draft.plan.create = []
+    draft.plan.update = []
+    draft.plan.job_spec_patch = None
+    draft.created = []

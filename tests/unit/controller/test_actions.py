@@ -102,7 +102,7 @@ def test_execute_writes_the_transition_and_counts_what_it_kills(
     )
     assert draft.deleting == killed
     assert (draft.status.restart is not None) == (phase == JobPhase.RESTARTING)
-    actions.keep_only_the_decision(draft)
+    steps.keep_only_the_decision(draft)
     assert (draft.plan.delete, draft.plan.create) == ([], [])  # the next reconciles carry them out
 
 

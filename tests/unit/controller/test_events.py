@@ -144,8 +144,8 @@ def test_commands_are_consumed_one_at_a_time() -> None:
         command("b", "AbortJob", "2026-01-01T11:00:02Z"),
         command("a", "RestartJob", "2026-01-01T11:00:01Z"),
     ]
-    seen, draft = steps.start(observe(j, [], commands=cmds), steps.PlanSettings())
-    decisions = events.from_commands(seen, draft)
+    seen, _ = steps.start(observe(j, [], commands=cmds), steps.PlanSettings())
+    decisions, consumed = events.from_commands(seen)
     assert [(x.action, x.command) for x in decisions] == [(PolicyAction.RESTART_JOB, True)]
-    assert draft.plan.delete_commands == ["a"]
-    assert draft.requeue == [steps.FOLLOW_UP]  # the next one waits for the next reconcile
+    assert consumed.delete_commands == ("a",)
+    assert consumed.requeue == (steps.FOLLOW_UP,)  # the next one waits for the next reconcile

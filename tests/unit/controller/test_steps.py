@@ -94,3 +94,66 @@ def test_tally(phases: list[str], counts: tuple[int, int, int]) -> None:
     seen, draft = start(j, [pod_of(j, "w", i, phase=p) for i, p in enumerate(phases)])
     t = steps.tally(seen, draft)
     assert (t.running, t.pending, t.succeeded) == counts
+
+
+CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}
+
+
+@pytest.mark.parametrize(
+    ("effects", "create", "spec_patch", "events", "requeue", "delete_job"),
+    [
+        (steps.NOTHING, [], None, [], [], False),
+        (
+            steps.Effects(create=(CONFIGMAP,)) + steps.Effects(create=(SERVICE,)),
+            [CONFIGMAP, SERVICE],
+            None,
+            [],
+            [],
+            False,
+        ),
+        # two concerns' spec fields land in one patch
+        (
+            steps.Effects(spec=(("volumes", []),)) + steps.Effects(spec=(("suspend", True),)),
+            [],
+            {"spec": {"volumes": [], "suspend": True}},
+            [],
+            [],
+            False,
+        ),
+        (
+            steps.event("Normal", "TTLExpired", "gone") + steps.Effects(delete_job=True),
+            [],
+            None,
+            ["TTLExpired"],
+            [],
+            True,
+        ),
+        (steps.Effects(requeue=(steps.FOLLOW_UP,)), [], None, [], [steps.FOLLOW_UP], False),
+    ],
+)
+def test_a_concerns_effects_enter_the_plan_in_one_place(
+    effects: steps.Effects,
+    create: list[Any],
+    spec_patch: dict[str, Any] | None,
+    events: list[str],
+    requeue: list[Any],
+    delete_job: bool,
+) -> None:
+    _, draft = start(job().task("w", 1).phase("Running").build())
+    steps.add(draft, effects)
+    plan = draft.plan
+    assert plan.create == create
+    assert plan.job_spec_patch == spec_patch
+    assert [e.reason for e in plan.events] == events
+    assert draft.requeue == requeue
+    assert plan.delete_job is delete_job
+
+
+def test_a_second_spec_patch_keeps_the_first() -> None:
+    _, draft = start(job().task("w", 1).phase("Running").build())
+    steps.add(draft, steps.Effects(spec=(("volumes", [{"mountPath": "/d"}]),)))
+    steps.add(draft, steps.Effects(spec=(("suspend", False),)))
+    assert draft.plan.job_spec_patch == {
+        "spec": {"volumes": [{"mountPath": "/d"}], "suspend": False}
+    }
