@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from shared.fielderrors import FieldError, render
 from shared.jsoncodec import dumps, loads
-from webhook.rules.job_queue import QueueView
+from webhook.queueview import QueueView
 
 ADMISSION_V1: Final = "admission.k8s.io/v1"
 ADMISSION_VERSIONS: Final = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")

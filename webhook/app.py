@@ -31,16 +31,34 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from shared import jsoncodec, labels
-from webhook import cronjob_review, jobflow_review, objects_review, podtemplate, review
+from webhook import objectreview
 from webhook.admission import Answer, Kind, QueueLookup, Result, error_body
 from webhook.clusterlookups import ClusterLookups
-from webhook.review import QUEUE_SKIPPED_WARNING
+from webhook.cronjob import review as cronjob_review
+from webhook.hypernode import review as hypernode_review
+from webhook.job import podtemplate
+from webhook.job import review as job_review
+from webhook.jobflow import review as jobflow_review
+from webhook.pod import review as pod_review
+from webhook.podgroup import review as podgroup_review
+from webhook.queue import review as queue_review
+from webhook.queueview import QUEUE_SKIPPED_WARNING, QueueView
 from webhook.settings import Settings
-from webhook.validation import QueueView
 
 log = logging.getLogger(__name__)
 
 AnswerFn = Callable[[Kind, bytes, Settings, QueueLookup], Answer]
+
+# Volcano's other objects, at the paths of Volcano's webhook manager: path -> (kind, answer).
+OBJECT_ROUTES: Final[dict[str, tuple[Kind, objectreview.ObjectAnswerFn]]] = {
+    labels.QUEUE_MUTATE_PATH: (Kind.MUTATE, queue_review.answer),
+    labels.QUEUE_VALIDATE_PATH: (Kind.VALIDATE, queue_review.answer),
+    labels.PODGROUP_MUTATE_PATH: (Kind.MUTATE, podgroup_review.answer),
+    labels.PODGROUP_VALIDATE_PATH: (Kind.VALIDATE, podgroup_review.answer),
+    labels.POD_MUTATE_PATH: (Kind.MUTATE, pod_review.answer),
+    labels.POD_VALIDATE_PATH: (Kind.VALIDATE, pod_review.answer),
+    labels.HYPERNODE_VALIDATE_PATH: (Kind.VALIDATE, hypernode_review.answer),
+}
 
 # `application/x-www-form-urlencoded` is what `curl -d @review.json` sends for a JSON file: the
 # body is still read as JSON, so testing the webhook by hand needs no extra header.
@@ -211,7 +229,7 @@ def _log_answer(kind: Kind, answer: Answer) -> None:
 
 
 def _endpoint(
-    state: WebhookState, kind: Kind, path: str, decide: AnswerFn = review.answer
+    state: WebhookState, kind: Kind, path: str, decide: AnswerFn = job_review.answer
 ) -> Callable[[Request], Awaitable[Response]]:
     settings = state.settings
     metrics = state.metrics
@@ -337,9 +355,9 @@ def _wrong_place(paths: list[str]) -> Callable[[Request, Exception], Awaitable[R
     return answer
 
 
-def _objects_decider(state: WebhookState, answer_fn: objects_review.ObjectAnswerFn) -> AnswerFn:
+def _objects_decider(state: WebhookState, answer_fn: objectreview.ObjectAnswerFn) -> AnswerFn:
     def decide(kind: Kind, body: bytes, settings: Settings, queues: QueueLookup) -> Answer:
-        return objects_review.guarded(answer_fn, kind, body, settings, queues, state.cluster)
+        return objectreview.guarded(answer_fn, kind, body, settings, queues, state.cluster)
 
     return decide
 
@@ -382,7 +400,7 @@ def create_app(
             jobflow_review.answer_jobtemplate,
         ),
     }
-    for path, (kind, answer_fn) in objects_review.ROUTES.items():
+    for path, (kind, answer_fn) in OBJECT_ROUTES.items():
         handlers[path] = _endpoint(state, kind, path, _objects_decider(state, answer_fn))
     app.admission = handlers
     # Also plain routes, so other methods on these paths get a 405.

@@ -10,9 +10,10 @@ from typing import Any, Final, Protocol
 from kubeio.client import PODGROUPS, Kube, Resource
 from kubeio.errors import KubeError, NotFoundError
 from shared.objectkeys import object_key
-from webhook.rules.podgroups import QUEUE_ANNOTATION
 
 NAMESPACES: Final = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+# A namespace's queue for its PodGroups (`webhook.podgroup.defaulting`), as in Volcano.
+QUEUE_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
 # Admission calls time out after 10 s by default; a read must leave the answer time to travel.
 READ_TIMEOUT_SECONDS: Final = 3.0
 

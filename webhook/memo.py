@@ -6,7 +6,7 @@ seen, keyed by a short digest rather than the value itself: a key stays 16 bytes
 the template, and the number of entries is bounded.
 
 The pure rules keep nothing themselves: they take a `Recall` (`fresh` by default, which works
-everything out), and the review layer (`webhook.review.MEMO`) hands them its one `Memo`.
+everything out), and the review layer (`webhook.job.review.MEMO`) hands them its one `Memo`.
 """
 
 from __future__ import annotations

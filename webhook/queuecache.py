@@ -70,7 +70,7 @@ class KubeQueueSource:
 
 
 class QueueCache:
-    """Thread-safe Queue lookups for the validator (implements validation.QueueView)."""
+    """Thread-safe Queue lookups for the validator (implements webhook.queueview.QueueView)."""
 
     def __init__(
         self,

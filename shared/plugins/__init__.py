@@ -59,7 +59,7 @@ def all_descriptors() -> Iterator[PluginDescriptor]:
 
 def register(descriptor: PluginDescriptor) -> None:
     """Add a plugin; a name registered twice is a programming error. Register before the
-    webhook serves: its memo (`webhook.review.MEMO`) keeps answers by spec."""
+    webhook serves: its memo (`webhook.job.review.MEMO`) keeps answers by spec."""
     if descriptor.name in _REGISTRY:
         raise ValueError(f"plugin {descriptor.name!r} is already registered")
     unknown = [p for p in descriptor.implies if p not in _REGISTRY]

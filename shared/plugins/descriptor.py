@@ -81,7 +81,7 @@ class PluginDescriptor:
     # Plugins the webhook adds when this one is present (in this order) and they are absent.
     implies: tuple[str, ...] = ()
     # The plugin's own admission rule, run after the arguments were parsed; argument problems
-    # themselves are warnings (webhook.rules.job_warnings).
+    # themselves are warnings (webhook.job.rules.job_warnings).
     validate: Callable[[PluginCheck], list[FieldError]] = no_rule
     # Objects the plugin creates for a job; they go when the job finishes.
     children: tuple[ChildObject, ...] = ()

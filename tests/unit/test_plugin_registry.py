@@ -21,10 +21,10 @@ from shared.fielderrors import FieldError
 from shared.models import Job
 from shared.plugins import ChildObject, Flag, FlagKind, PluginCheck, PluginDescriptor
 from vcctl.render import UNKNOWN_PLUGIN, job_view
-from webhook.defaulting import default_job
-from webhook.rules.job_warnings import job_warnings
+from webhook.job.create import validate_create
+from webhook.job.defaulting import default_job
+from webhook.job.rules.job_warnings import job_warnings
 from webhook.settings import Settings
-from webhook.validation import validate_create
 
 Raw = dict[str, Any]
 

@@ -12,10 +12,10 @@ import yaml
 from localcluster.testing import LocalCluster
 from shared.fielderrors import render
 from shared.models import Queue
-from webhook.rules.job_warnings import job_warnings
-from webhook.rules.wording import IMMUTABLE
+from webhook.job.create import validate_create
+from webhook.job.rules.job_warnings import job_warnings
+from webhook.job.rules.wording import IMMUTABLE
 from webhook.settings import Settings
-from webhook.validation import validate_create
 
 
 class DefaultQueueOnly:

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from tests.unit.bench.conftest import load
-from webhook.create import validate_create
+from webhook.job.create import validate_create
 from webhook.settings import Settings
 
 webhookload = load("_webhookload")

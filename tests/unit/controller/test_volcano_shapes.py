@@ -12,9 +12,9 @@ import yaml
 from builders import World
 
 from shared.models import Queue
-from webhook.defaulting import default_job
+from webhook.job.create import validate_create
+from webhook.job.defaulting import default_job
 from webhook.settings import Settings
-from webhook.validation import validate_create
 
 SHAPES = Path(__file__).resolve().parents[2] / "data" / "volcano_shapes"
 VALID = sorted(SHAPES.glob("*.yaml"))

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from webhook.admission import Kind
-from webhook.jobflow_review import answer_jobflow, answer_jobtemplate
-from webhook.jobflows import NOT_DAG, find_cycles, read_steps, validate_jobflow
+from webhook.jobflow.review import answer_jobflow, answer_jobtemplate
+from webhook.jobflow.validation import NOT_DAG, find_cycles, read_steps, validate_jobflow
 from webhook.settings import Settings
 
 SETTINGS = Settings()

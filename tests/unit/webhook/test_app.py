@@ -17,9 +17,10 @@ import pytest
 from shared import labels
 from shared.models import Queue
 from webhook import admission
-from webhook import review as review_module
 from webhook.app import create_app, create_health_app, create_metrics_app, webhook_state
-from webhook.rules.wording import IMMUTABLE
+from webhook.job import review as review_module
+from webhook.job.rules.wording import IMMUTABLE
+from webhook.queueview import QUEUE_SKIPPED_WARNING
 from webhook.settings import Settings
 
 pytestmark = pytest.mark.anyio
@@ -380,9 +381,9 @@ async def test_queue_check_skipped_with_a_warning_without_the_crd(settings: Sett
         ok = (await post(c, VALIDATE, review(job(queue="anything")))).json()["response"]
         denied = (await post(c, VALIDATE, review(job(queue="x", maxRetry=-1)))).json()["response"]
     assert ok["allowed"] is True
-    assert ok["warnings"] == [review_module.QUEUE_SKIPPED_WARNING]
+    assert ok["warnings"] == [QUEUE_SKIPPED_WARNING]
     assert denied["allowed"] is False
-    assert denied["warnings"] == [review_module.QUEUE_SKIPPED_WARNING]
+    assert denied["warnings"] == [QUEUE_SKIPPED_WARNING]
 
 
 async def test_queue_check_off_skips_silently() -> None:

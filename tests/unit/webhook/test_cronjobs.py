@@ -12,8 +12,9 @@ import jsonpatch
 import pytest
 
 from webhook.admission import Kind
-from webhook.cronjob_review import answer
-from webhook.cronjobs import defaulted, mutation_patch, validate_cronjob
+from webhook.cronjob.defaulting import defaulted, mutation_patch
+from webhook.cronjob.review import answer
+from webhook.cronjob.validation import validate_cronjob
 from webhook.settings import Settings
 
 SETTINGS = Settings()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.defaulting import default_job, defaulted_view, diff, mutation_patch
+from webhook.job.defaulting import default_job, defaulted_view, diff, mutation_patch
 
 CONTAINERS = {"containers": [{"name": "c", "image": "busybox"}]}
 

@@ -10,10 +10,10 @@ import yaml
 
 from shared.fielderrors import render
 from shared.models import Queue
-from webhook.cronjobs import validate_cronjob
-from webhook.defaulting import default_job
+from webhook.cronjob.validation import validate_cronjob
+from webhook.job.create import validate_create
+from webhook.job.defaulting import default_job
 from webhook.settings import Settings
-from webhook.validation import validate_create
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 VALID = sorted(EXAMPLES.glob("*.yaml"))

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from shared import labels
-from webhook import jobcontrol
-from webhook.defaulting import default_job, mutation_patch
+from webhook.job.create import validate_create
+from webhook.job.defaulting import default_job, mutation_patch
+from webhook.job.rules import jobcontrol
+from webhook.job.update import validate_update
 from webhook.settings import Settings
-from webhook.validation import validate_create, validate_update
 
 SETTINGS = Settings()
 

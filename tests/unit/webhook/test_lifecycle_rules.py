@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from webhook.rules import lifecycle, wording
+from webhook.job.create import validate_create
+from webhook.job.rules import lifecycle, wording
+from webhook.job.update import validate_update
 from webhook.settings import Settings
-from webhook.validation import validate_create, validate_update
 
 SETTINGS = Settings()
 

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from shared import jsoncodec
 from shared.fielderrors import FieldError, Path
 from tests.unit.webhook.test_review_properties import SETTINGS, mutated_jobs, valid_job
-from webhook import admission, memo, podtemplate, review, validation
-from webhook.defaulting import default_job
+from webhook import admission, memo
+from webhook.job import create, podtemplate, review
+from webhook.job.defaulting import default_job
 from webhook.settings import Settings
 
 TEMPLATE: dict[str, Any] = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
@@ -69,9 +70,9 @@ def test_a_large_template_is_judged_without_the_memo() -> None:
 def test_the_rules_remember_only_in_the_memo_they_are_given() -> None:
     table = memo.Memo(memo.ENTRIES)
     job = {"metadata": {"name": "j"}, "spec": {"tasks": [{"replicas": 1, "template": TEMPLATE}]}}
-    assert validation.validate_create(job, None, Settings()) == []
+    assert create.validate_create(job, None, Settings()) == []
     assert len(table) == 0
-    assert validation.validate_create(job, None, Settings(), table.recall) == []
+    assert create.validate_create(job, None, Settings(), table.recall) == []
     # The spec's problems and its template's.
     assert len(table) == 2
 
@@ -212,7 +213,7 @@ def _fresh(validate: Callable[[], list[FieldError]]) -> list[FieldError]:
 
 def _create(obj: Any, queues: Any, settings: Settings) -> list[FieldError]:
     """Validation on CREATE as the review layer runs it: with its memo."""
-    return validation.validate_create(obj, queues, settings, review.MEMO.recall)
+    return create.validate_create(obj, queues, settings, review.MEMO.recall)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

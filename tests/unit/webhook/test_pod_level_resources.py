@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from shared.fielderrors import Path
-from webhook.podtemplate import validate_template
+from webhook.job.podtemplate import validate_template
 
 TEMPLATE = Path.of("spec", "tasks").index(0).child("template")
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from shared.fielderrors import FieldError, Path
-from webhook.reading import read_job, shown, sort_errors
+from webhook.job.reading import read_job, shown, sort_errors
 
 
 def raw(**spec: Any) -> dict[str, Any]:

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared import labels
-from webhook import review
 from webhook.admission import Kind
 from webhook.app import create_app
+from webhook.job import review
 from webhook.settings import Settings
 
 SETTINGS = Settings()

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from shared.models import Queue
+from webhook.job.create import validate_create
 from webhook.settings import Settings
-from webhook.validation import validate_create
 
 SETTINGS = Settings()
 Raw = dict[str, Any]

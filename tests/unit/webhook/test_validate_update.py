@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from webhook.defaulting import default_job
-from webhook.rules.wording import IMMUTABLE as IMMUTABLE_DETAIL
+from webhook.job.defaulting import default_job
+from webhook.job.rules.wording import IMMUTABLE as IMMUTABLE_DETAIL
+from webhook.job.update import validate_update
 from webhook.settings import Settings
-from webhook.validation import validate_update
 
 SETTINGS = Settings()
 Raw = dict[str, Any]

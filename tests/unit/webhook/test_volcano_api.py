@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from webhook.defaulting import default_job
-from webhook.rules.wording import IMMUTABLE
+from webhook.job.create import validate_create
+from webhook.job.defaulting import default_job
+from webhook.job.rules.wording import IMMUTABLE
+from webhook.job.update import validate_update
 from webhook.settings import Settings
-from webhook.validation import validate_create, validate_update
 
 SETTINGS = Settings()
 Raw = dict[str, Any]
@@ -146,7 +147,7 @@ CREATE_CASES = [
         id="pytorch wait flags",
     ),
     pytest.param(
-        # Admitted with a warning (webhook.rules.job_warnings), as Volcano admits it.
+        # Admitted with a warning (webhook.job.rules.job_warnings), as Volcano admits it.
         job(plugins={"svc": ["--inject-hosts-env", "false"]}),
         [],
         id="bool flag value must be attached",

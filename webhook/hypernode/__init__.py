@@ -1,0 +1,1 @@
+"""Admission of HyperNodes: the review and the rules."""

@@ -1,0 +1,1 @@
+"""Admission of JobFlows and JobTemplates: the review and the rules."""

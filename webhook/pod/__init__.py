@@ -1,0 +1,1 @@
+"""Admission of Pods: the review, the queue allocation gate and the disruption budget rules."""

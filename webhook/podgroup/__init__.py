@@ -1,0 +1,1 @@
+"""Admission of PodGroups: the review, the queue default and the rules."""
