@@ -6,7 +6,6 @@ the new certificate."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
 import socket
@@ -121,15 +120,23 @@ def webhook(tmp_path: Path) -> Iterator[Webhook]:
     server = Webhook(
         f"https://127.0.0.1:{port}", port, ca_file, cert_file, key_file, log_file, process
     )
+
+    def readyz() -> int:
+        assert process.poll() is None, "webhook exited"
+        return httpx.get(f"http://127.0.0.1:{health}/readyz", timeout=1).status_code
+
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            assert process.poll() is None, f"webhook exited:\n{log_file.read_text()}"
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{health}/readyz", timeout=1).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, f"webhook not ready:\n{log_file.read_text()}"
-            time.sleep(0.1)
+        try:
+            wait_for(
+                readyz,
+                lambda code: code == 200,
+                "the webhook ready",
+                STARTUP_TIMEOUT,
+                interval=0.1,
+                retry_on=(httpx.HTTPError,),
+            )
+        except AssertionError as failed:
+            raise AssertionError(f"{failed}\n{log_file.read_text()}") from None
         yield server
     finally:
         if process.poll() is None:
@@ -201,7 +208,7 @@ def test_rotating_certificate_files_fails_no_request(
         # What self mode does: atomic replacement, key first and certificate last.
         write_atomically(webhook.key_file, renewed.key_pem, mode=0o600)
         write_atomically(webhook.cert_file, renewed.cert_pem, mode=0o644)
-        time.sleep(LOAD_SECONDS / 2)
+        time.sleep(LOAD_SECONDS / 2)  # the load's second half, across the reload
         wait_for(
             lambda: served_certificate(webhook, trust).serial_number,
             lambda serial: serial != original.serial_number,

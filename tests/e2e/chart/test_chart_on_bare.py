@@ -605,7 +605,7 @@ def test_upgrade_from_the_previous_release_leaves_running_jobs_alone(
                                      check=False)  # fmt: skip
             if done.returncode != 0:
                 failures.append(done.stderr.strip())
-            time.sleep(0.2)
+            time.sleep(0.2)  # paces the probes: admissions all through the upgrade
 
     prober = threading.Thread(target=admit_continuously, daemon=True)
     prober.start()

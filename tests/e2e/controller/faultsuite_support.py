@@ -29,7 +29,7 @@ def retrying(call: Any, attempts: int = 100) -> Any:
         except KubeError as exc:
             if exc.status == 404 or attempt == attempts - 1:
                 raise
-            time.sleep(0.1)
+            time.sleep(0.1)  # a pause before the next attempt: the fault was injected at random
     raise AssertionError("unreachable")
 
 
@@ -80,6 +80,7 @@ class PodWatch:
     def run(self) -> None:
         rv = self._relist()
         while not self.stop.is_set():
+            # A watch that fails is started again after a short pause (the sleeps below).
             try:
                 for event in self.kube.watch(
                     PODS,
@@ -209,6 +210,7 @@ class AddedWatch:
     def _run(self) -> None:
         rv = self._relist()
         while not self.stop.is_set():
+            # A watch that fails is started again after a short pause (the sleeps below).
             try:
                 for event in self.kube.watch(
                     self.resource, resource_version=rv, timeout_seconds=30

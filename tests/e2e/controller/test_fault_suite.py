@@ -26,6 +26,7 @@ from kubeio.errors import KubeError
 from localcluster.testing import (
     LocalCluster,
     running_cluster,
+    wait_for,
     wait_until,
 )
 from shared import labels
@@ -122,6 +123,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield running
 
 
+def job_results(kube: Kube) -> dict[str, tuple[str, int]]:
+    """Each job's (phase, retryCount)."""
+    items, _ = retrying(lambda: kube.list(JOBS))
+    return {
+        j["metadata"]["name"]: (
+            str(((j.get("status") or {}).get("state") or {}).get("phase") or ""),
+            int((j.get("status") or {}).get("retryCount") or 0),
+        )
+        for j in items
+    }
+
+
 def test_fault_suite(cluster: LocalCluster, tmp_path: Path) -> None:
     kube = Kube(cluster.api_client(), qps=0, request_timeout=5.0)
     shapes = batch()
@@ -140,27 +153,33 @@ def test_fault_suite(cluster: LocalCluster, tmp_path: Path) -> None:
                 if exc.status != 409:  # created by an earlier attempt whose answer was lost
                     raise
         pending_kills = list(KILLS_AT)
-        results: dict[str, tuple[str, int]] = {}
-        while time.monotonic() - started < DEADLINE:
-            elapsed = time.monotonic() - started
-            if pending_kills and elapsed >= pending_kills[0]:
+
+        def unfinished() -> dict[str, tuple[str, int]]:
+            """The jobs not yet in the phase they must end in, once the kill that is due is done."""
+            nonlocal controller, kills
+            if pending_kills and time.monotonic() - started >= pending_kills[0]:
                 pending_kills.pop(0)
                 controller.kill()
                 kills += 1
                 controller = FaultyController(cluster, log)
-            items, _ = retrying(lambda: kube.list(JOBS))
-            results = {
-                j["metadata"]["name"]: (
-                    str(((j.get("status") or {}).get("state") or {}).get("phase") or ""),
-                    int((j.get("status") or {}).get("retryCount") or 0),
-                )
-                for j in items
+            found = job_results(kube)
+            return {
+                s.name: found.get(s.name, ("", 0))
+                for s in shapes
+                if found.get(s.name, ("", 0))[0] != s.expected()[0]
             }
-            if not pending_kills and all(
-                results.get(s.name, ("", 0))[0] == s.expected()[0] for s in shapes
-            ):
-                break
-            time.sleep(1.0)
+
+        try:
+            wait_for(
+                unfinished,
+                lambda left: not left and not pending_kills,
+                f"every job in its final phase after {len(KILLS_AT)} controller kills",
+                DEADLINE - (time.monotonic() - started),
+                interval=1.0,
+            )
+        except AssertionError as stuck:
+            raise AssertionError(f"{stuck}\n{log.read_text(errors='replace')[-3000:]}") from None
+        results = job_results(kube)
         # The watch has caught up: every pod the API holds now was seen created.
         pods, _ = retrying(lambda: kube.list(PODS, label_selector=labels.JOB_NAME_KEY))
         wait_until(

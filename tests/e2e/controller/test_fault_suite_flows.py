@@ -42,7 +42,7 @@ from controller.jobflow.shell.loop import JOBFLOWS, JOBTEMPLATES
 from controller.workloads.shell import BATCH_JOBS, REPLICASETS
 from kubeio.client import JOBS, PODGROUPS, PODS, Kube, Resource
 from kubeio.errors import KubeError
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.testing import LocalCluster, running_cluster, wait_for
 from shared import labels
 from tests.e2e.controller.faultsuite_support import (
     AddedWatch,
@@ -339,16 +339,10 @@ class Clock:
         return time.monotonic() - self.started
 
     def wait(self, what: str, check: Callable[[], list[str]]) -> None:
-        """Poll `check` (the problems left) until it returns none."""
-        problems: list[str] = ["not checked yet"]
-        while time.monotonic() < self.deadline:
-            problems = check()
-            if not problems:
-                return
-            time.sleep(0.5)
-        raise AssertionError(
-            f"after {self.elapsed():.0f}s, still waiting for {what}:\n" + "\n".join(problems)
-        )
+        """Poll `check` (the problems left) until it returns none, within what is left of the
+        run's budget."""
+        left = max(self.deadline - time.monotonic(), 0.0)
+        wait_for(check, lambda problems: not problems, what, left, interval=0.5)
 
 
 def create(kube: Kube, resource: Resource, namespace: str | None, body: dict[str, Any]) -> None:

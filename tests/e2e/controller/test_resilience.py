@@ -46,7 +46,7 @@ def retrying(call: Callable[[], Any], attempts: int = 50) -> Any:
         except KubeError:
             if attempt == attempts - 1:
                 raise
-            time.sleep(0.05)
+            time.sleep(0.05)  # a pause before the next attempt, while the fault lasts
     raise AssertionError("unreachable")
 
 

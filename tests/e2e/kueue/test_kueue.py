@@ -13,17 +13,12 @@ from typing import Any
 import pytest
 
 from localcluster import testing
-from localcluster.testing import LocalCluster, tools_env
+from localcluster.testing import LocalCluster, tools_env, wait_until
 from shared import labels
 
 pytestmark = pytest.mark.e2e
 
 WAIT = 120.0
-
-
-def wait_until(what: str, check: Any, timeout: float = WAIT) -> Any:
-    """Poll `check()` until it returns something true; return that."""
-    return testing.wait_for(check, bool, what, timeout=timeout)
 
 
 def suspended_message(cluster: LocalCluster, namespace: str, name: str) -> str:
@@ -140,7 +135,7 @@ def test_kueue_admits_one_job_at_a_time_and_preempts_by_priority(
 ) -> None:
     create = ("create", "-n", namespace, "-f", "-")
     cluster.kubectl(*create, input=manifest("first", runtime="45s"))
-    wait_until("first runs", lambda: runs(cluster, namespace, "first"))
+    wait_until("first runs", lambda: runs(cluster, namespace, "first"), WAIT)
     first = job(cluster, namespace, "first")
     assert first["spec"]["suspend"] is False  # created suspended by the webhook, then admitted
 
@@ -161,12 +156,13 @@ def test_kueue_admits_one_job_at_a_time_and_preempts_by_priority(
     assert "insufficient unused quota" in vcjob_view(cluster, namespace, "second")
 
     # The first one finishes: its Workload is Finished, the quota goes to the second.
-    wait_until("first Completed", lambda: phase(cluster, namespace, "first") == "Completed")
+    wait_until("first Completed", lambda: phase(cluster, namespace, "first") == "Completed", WAIT)
     wait_until(
         "first's Workload Finished",
         lambda: workload_condition(workload_of(cluster, namespace, "first"), "Finished"),
+        WAIT,
     )
-    wait_until("second runs", lambda: runs(cluster, namespace, "second"))
+    wait_until("second runs", lambda: runs(cluster, namespace, "second"), WAIT)
     assert suspended(cluster, namespace, "second") is None
     before = job(cluster, namespace, "second")["status"]
 
@@ -180,16 +176,17 @@ def test_kueue_admits_one_job_at_a_time_and_preempts_by_priority(
             suspended(cluster, namespace, "second") is not None
             and not pods_of(cluster, namespace, "second")
         ),
+        WAIT,
     )
     message = suspended_message(cluster, namespace, "second")
     assert "evicted by Kueue: Preempted" in message or "queued by Kueue" in message, message
-    wait_until("urgent runs", lambda: runs(cluster, namespace, "urgent"))
+    wait_until("urgent runs", lambda: runs(cluster, namespace, "urgent"), WAIT)
     evicted = workload_of(cluster, namespace, "second")
     assert evicted is not None and not workload_condition(evicted, "Admitted")
 
     # The urgent one finishes; the second is admitted again and resumes its attempt.
-    wait_until("urgent Completed", lambda: phase(cluster, namespace, "urgent") == "Completed")
-    wait_until("second runs again", lambda: runs(cluster, namespace, "second"))
+    wait_until("urgent Completed", lambda: phase(cluster, namespace, "urgent") == "Completed", WAIT)
+    wait_until("second runs again", lambda: runs(cluster, namespace, "second"), WAIT)
     after = job(cluster, namespace, "second")["status"]
     assert (after["retryCount"], after["version"]) == (before["retryCount"], before["version"])
     assert after["retryCount"] == 0
@@ -197,7 +194,9 @@ def test_kueue_admits_one_job_at_a_time_and_preempts_by_priority(
     # Deleting the job deletes its Workload (owner reference, garbage collector).
     cluster.kubectl("delete", "vcjob", "second", "-n", namespace, "--wait=false")
     wait_until(
-        "second's Workload deleted", lambda: workload_of(cluster, namespace, "second") is None
+        "second's Workload deleted",
+        lambda: workload_of(cluster, namespace, "second") is None,
+        WAIT,
     )
 
 
@@ -206,6 +205,6 @@ def test_a_job_without_the_queue_label_is_not_queued(cluster: LocalCluster, name
     plain["metadata"]["labels"] = {}
     plain["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"] = {}
     cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(plain))
-    wait_until("plain runs", lambda: runs(cluster, namespace, "plain"))
+    wait_until("plain runs", lambda: runs(cluster, namespace, "plain"), WAIT)
     assert "suspend" not in job(cluster, namespace, "plain")["spec"]
     assert workload_of(cluster, namespace, "plain") is None

@@ -39,6 +39,8 @@ pytestmark = [
 
 WAIT = 60.0
 
+# The programs below run in pods' containers: their sleeps keep a container up or pace its output.
+# Prints five lines, then stays up.
 PRINTER = """
 import time
 for number in range(1, 6):
@@ -47,6 +49,7 @@ while True:
     time.sleep(1)
 """
 
+# Says it is up, then stays up.
 SIDECAR = """
 import time
 print("side up", flush=True)
@@ -54,6 +57,7 @@ while True:
     time.sleep(1)
 """
 
+# Prints a numbered tick every 0.3 s, for ever.
 TICKER = """
 import itertools, time
 for number in itertools.count():
@@ -88,6 +92,7 @@ print("bye", flush=True)
 # Reads one typed line on its terminal, then reports the terminal's size.
 TERMINAL_SCRIPT = "tty; echo ready; read line; echo got $line; stty size; exit 4"
 
+# Says it is up, then stays up.
 SLEEPER = "import time; print('deployment pod up', flush=True); time.sleep(100000)"
 
 TICK = re.compile(r"^tick (\d+)$", re.MULTILINE)
@@ -219,12 +224,16 @@ def kubectl_running(cluster: LocalCluster, *args: str) -> Iterator[Running]:
 
 def wait_ticks(running: Running, what: str, done: Callable[[list[int]], bool]) -> list[int]:
     """The ticks once `done` holds for them, while kubectl still runs."""
-    deadline = time.monotonic() + WAIT
-    while not done(ticks := running.ticks()):
-        assert running.process.poll() is None, f"kubectl exited: {running.output()}"
-        assert time.monotonic() < deadline, f"timed out waiting for {what}: {running.output()}"
-        time.sleep(0.1)
-    return ticks
+
+    def ticks() -> list[int]:
+        assert running.process.poll() is None, "kubectl exited"
+        return running.ticks()
+
+    try:
+        found: list[int] = testing.wait_for(ticks, done, what, WAIT, interval=0.1)
+    except AssertionError as failed:
+        raise AssertionError(f"{failed}\n{running.output()}") from None
+    return found
 
 
 def consecutive(numbers: list[int]) -> bool:

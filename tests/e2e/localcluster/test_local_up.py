@@ -6,14 +6,19 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from localcluster.clusterdir import KUBE_CACHE_DIR
-from localcluster.testing import UP_LOG, LocalCluster, running_cluster, vcjob_executable
+from localcluster.testing import (
+    UP_LOG,
+    LocalCluster,
+    running_cluster,
+    vcjob_executable,
+    wait_for,
+)
 from localcluster.tools import TOOLS_BIN
 
 pytestmark = pytest.mark.e2e
@@ -172,10 +177,13 @@ def test_sigterm_stops_every_child(cluster: LocalCluster) -> None:
     assert components <= set(pids)
     cluster.process.send_signal(signal.SIGTERM)
     assert cluster.process.wait(30) == 0
-    deadline = time.monotonic() + 5
-    while any(alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert {name for name, pid in pids.items() if alive(pid)} == set()
+    wait_for(
+        lambda: {name for name, pid in pids.items() if alive(pid)},
+        lambda living: living == set(),
+        "every child stopped",
+        5,
+        interval=0.1,
+    )
     assert cluster.kubeconfig.exists(), "the kubeconfig is left for the user"
     assert cluster.state["ready"] is False
     # vcjob's own processes (controller with its CronJob and Queue loops, webhook, node agent)
@@ -193,7 +201,10 @@ def test_components_do_not_outlive_a_killed_up(tmp_path: Path) -> None:
         # Each component gets a signal from the kernel (PR_SET_PDEATHSIG): SIGTERM, so it stops as
         # under `up`'s own SIGTERM, whose test above allows it 30 s; kube-apiserver SIGKILL, since
         # its graceful stop would wait on the etcd stopping beside it.
-        deadline = time.monotonic() + 30
-        while any(alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert {name for name, pid in pids.items() if alive(pid)} == set()
+        wait_for(
+            lambda: {name for name, pid in pids.items() if alive(pid)},
+            lambda living: living == set(),
+            "every component stopped",
+            30,
+            interval=0.1,
+        )

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from localcluster.clusterdir import KUBECONFIG_FILE, STATE_FILE
-from localcluster.testing import tools_env, vcjob_executable
+from localcluster.testing import tools_env, vcjob_executable, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -27,21 +26,24 @@ def test_two_ups_started_together_on_one_folder(tmp_path: Path) -> None:
         for _ in range(2)
     ]
     try:
-        deadline = time.monotonic() + 30
-        while all(p.poll() is None for p in procs):
-            assert time.monotonic() < deadline, "neither up was refused"
-            time.sleep(0.05)
-        loser = next(p for p in procs if p.poll() is not None)
+        loser = wait_until(
+            "one of the two ups refused",
+            lambda: next((p for p in procs if p.poll() is not None), None),
+            30,
+            interval=0.05,
+        )
         winner = next(p for p in procs if p is not loser)
         _, err = loser.communicate(timeout=10)
         assert loser.returncode == 1
         assert f"a local cluster is already running from {tmp_path}" in err
         assert len(err.strip().splitlines()) == 1, err
         state_file = tmp_path / STATE_FILE
-        while not (state_file.exists() and json.loads(state_file.read_text()).get("ready")):
+
+        def first_up_ready() -> bool:
             assert winner.poll() is None, winner.communicate()
-            assert time.monotonic() < deadline + 60, "the first up never got ready"
-            time.sleep(0.1)
+            return state_file.exists() and bool(json.loads(state_file.read_text()).get("ready"))
+
+        wait_until("the first up ready", first_up_ready, 90, interval=0.1)
         assert json.loads(state_file.read_text())["pid"] == winner.pid
         ready = subprocess.run(
             ["kubectl", "--kubeconfig", str(tmp_path / KUBECONFIG_FILE), "get", "--raw",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -15,7 +14,7 @@ import pytest
 import yaml
 
 from localcluster.simulator.runtime import runtime_available
-from localcluster.testing import LocalCluster, running_cluster, tools_env
+from localcluster.testing import LocalCluster, running_cluster, tools_env, wait_for
 from localcluster.tools import tool_path
 
 pytestmark = [
@@ -116,11 +115,11 @@ def start_forward(cluster: LocalCluster, *args: str) -> tuple[subprocess.Popen[s
 
 
 def wait_listening(process: subprocess.Popen[str], lines: list[str]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not any("Forwarding from" in line for line in lines):
+    def output() -> str:
         assert process.poll() is None, "".join(lines)
-        assert time.monotonic() < deadline, "".join(lines)
-        time.sleep(0.1)
+        return "".join(lines)
+
+    wait_for(output, lambda text: "Forwarding from" in text, "kubectl listening", WAIT, 0.1)
 
 
 def stop(process: subprocess.Popen[str]) -> None:
@@ -158,10 +157,13 @@ def test_port_forward_to_a_closed_port_reports_on_the_error_stream(cluster: Loca
         wait_listening(process, lines)
         with pytest.raises(httpx.HTTPError):
             httpx.get(f"http://127.0.0.1:{local}/", timeout=10)
-        deadline = time.monotonic() + WAIT
-        while not any("failed to connect to localhost:9999" in line for line in lines):
-            assert time.monotonic() < deadline, "".join(lines)
-            time.sleep(0.1)
+        wait_for(
+            lambda: "".join(lines),
+            lambda text: "failed to connect to localhost:9999" in text,
+            "kubectl reporting the closed port",
+            WAIT,
+            0.1,
+        )
         assert any("error forwarding port 9999 to pod" in line for line in lines)
     finally:
         stop(process)

@@ -45,6 +45,7 @@ print("run", flush=True)
 sys.exit(3)
 """
 
+# Stays up through SIGTERM (its sleep only keeps it running), until SIGKILL.
 STUBBORN = """
 import signal, sys, time
 signal.signal(signal.SIGTERM, lambda *a: print("got SIGTERM, staying", flush=True))

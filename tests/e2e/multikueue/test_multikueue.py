@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from localcluster import testing
-from localcluster.testing import LocalCluster, running_cluster, tools_env
+from localcluster.testing import LocalCluster, running_cluster, tools_env, wait_until
 from shared import labels
 
 pytestmark = pytest.mark.e2e
@@ -102,10 +102,7 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
                 f"MultiKueueCluster {name} connected",
                 timeout=WAIT,
             )
-        running = Clusters(manager, workers)
-        RUNNING.append(running)
-        yield running
-        RUNNING.remove(running)
+        yield Clusters(manager, workers)
 
 
 def _true(obj: dict[str, Any] | None, type_: str) -> bool:
@@ -217,12 +214,9 @@ def why(clusters: Clusters, name: str) -> str:
     return shown.stdout
 
 
-# The clusters of the running module, for the state a failed wait reports.
-RUNNING: list[Clusters] = []
-
-
 def state_of(clusters: Clusters) -> str:
-    """Each cluster's Jobs and Workloads, their conditions: what a timed-out wait saw."""
+    """Each cluster's Jobs and Workloads, their conditions: what a failed test left (the report
+    shows it, tests/e2e/multikueue/conftest.py)."""
     lines: list[str] = []
     named = {"manager": clusters.manager, **clusters.workers}
     for name, cluster in named.items():
@@ -245,23 +239,14 @@ def state_of(clusters: Clusters) -> str:
     return "\n".join(lines)
 
 
-def wait_until(what: str, check: Any, timeout: float = WAIT) -> Any:
-    try:
-        return testing.wait_for(check, bool, what, timeout=timeout)
-    except AssertionError as failed:
-        if not RUNNING:
-            raise
-        raise AssertionError(f"{failed}\n{state_of(RUNNING[0])}") from None
-
-
 def test_two_jobs_land_on_the_two_workers_and_complete_with_their_status_mirrored(
     clusters: Clusters,
 ) -> None:
     submit(clusters, manifest("first", runtime="25s"))
-    first = wait_until("first runs on a worker", lambda: runs_on(clusters, "first"))
+    first = wait_until("first runs on a worker", lambda: runs_on(clusters, "first"), WAIT)
     # The second fits only the worker whose quota the first leaves free.
     submit(clusters, manifest("second", runtime="25s"))
-    second = wait_until("second runs on a worker", lambda: runs_on(clusters, "second"))
+    second = wait_until("second runs on a worker", lambda: runs_on(clusters, "second"), WAIT)
     assert {first, second} == {"w1", "w2"}
     manager = clusters.manager
     for name, worker in (("first", first), ("second", second)):
@@ -275,7 +260,9 @@ def test_two_jobs_land_on_the_two_workers_and_complete_with_their_status_mirrore
         assert workload_of(clusters.workers[worker], name) is not None  # adopted by the copy
     for name, worker in (("first", first), ("second", second)):
         wait_until(
-            f"{name} Completed on the manager", lambda n=name: phase(manager, n) == "Completed"
+            f"{name} Completed on the manager",
+            lambda n=name: phase(manager, n) == "Completed",
+            WAIT,
         )
         mirrored = status(manager, name)
         assert mirrored["succeeded"] == 2 and mirrored["running"] == 0
@@ -285,11 +272,13 @@ def test_two_jobs_land_on_the_two_workers_and_complete_with_their_status_mirrore
         wait_until(
             f"{name}'s Workload Finished on the manager",
             lambda n=name: _true(workload_of(manager, n), "Finished"),
+            WAIT,
         )
         # Finished: MultiKueue removes the copy from the worker.
         wait_until(
             f"{name}'s copy removed from {worker}",
             lambda n=name, w=worker: get(clusters.workers[w], "vcjob", n) is None,
+            WAIT,
         )
 
 
@@ -311,7 +300,7 @@ def test_a_job_no_worker_has_room_for_waits_with_the_workers_reasons(clusters: C
 
 def test_deleting_the_job_on_the_manager_removes_it_from_its_worker(clusters: Clusters) -> None:
     submit(clusters, manifest("doomed"))
-    worker = wait_until("doomed runs on a worker", lambda: runs_on(clusters, "doomed"))
+    worker = wait_until("doomed runs on a worker", lambda: runs_on(clusters, "doomed"), WAIT)
     clusters.manager.kubectl("delete", "vcjob", "doomed", "-n", NAMESPACE, "--wait=false")
     there = clusters.workers[worker]
     wait_until(
@@ -321,6 +310,7 @@ def test_deleting_the_job_on_the_manager_removes_it_from_its_worker(clusters: Cl
             and workload_of(there, "doomed") is None
             and not (get(there, "pods", "-l", f"{labels.JOB_NAME_KEY}=doomed") or {}).get("items")
         ),
+        WAIT,
     )
 
 
@@ -331,6 +321,7 @@ def test_a_finished_jobs_ttl_deletes_it_on_the_manager(clusters: Clusters) -> No
     wait_until(
         "short-lived gone from the manager",
         lambda: get(clusters.manager, "vcjob", "short-lived") is None,
+        WAIT,
     )
     for worker in clusters.workers.values():
         assert get(worker, "vcjob", "short-lived") is None
@@ -347,7 +338,7 @@ def local_job(name: str, *, priority_class: str | None = None) -> str:
 
 def block(cluster: LocalCluster, name: str) -> None:
     cluster.kubectl("create", "-n", NAMESPACE, "-f", "-", input=local_job(name))
-    wait_until(f"{name} runs", lambda: running_pods(cluster, name) == 2)
+    wait_until(f"{name} runs", lambda: running_pods(cluster, name) == 2, WAIT)
 
 
 def unblock(cluster: LocalCluster, name: str) -> None:
@@ -370,10 +361,11 @@ def test_a_job_preempted_on_its_worker_runs_again_on_the_other_with_its_retries_
 ) -> None:
     block(clusters.workers["w2"], "blocker")
     submit(clusters, manifest("preempted"))
-    assert wait_until("preempted runs on w1", lambda: runs_on(clusters, "preempted")) == "w1"
+    assert wait_until("preempted runs on w1", lambda: runs_on(clusters, "preempted"), WAIT) == "w1"
     started = wait_until(
         "preempted's status mirrored",
         lambda: status(clusters.manager, "preempted").get("startTime"),
+        WAIT,
     )
     # A Job of w1's own, of a higher priority, takes w1's whole quota: the copy is evicted.
     w1 = clusters.workers["w1"]
@@ -381,8 +373,10 @@ def test_a_job_preempted_on_its_worker_runs_again_on_the_other_with_its_retries_
         "create", "-n", NAMESPACE, "-f", "-",
         input=local_job("urgent", priority_class="multikueue-e2e-high"),
     )  # fmt: skip
-    wait_until("urgent runs on w1", lambda: running_pods(w1, "urgent") == 2)
-    wait_until("the manager took preempted back", lambda: waits_unplaced(clusters, "preempted"))
+    wait_until("urgent runs on w1", lambda: running_pods(w1, "urgent") == 2, WAIT)
+    wait_until(
+        "the manager took preempted back", lambda: waits_unplaced(clusters, "preempted"), WAIT
+    )
     unblock(clusters.workers["w2"], "blocker")
     wait_until(
         "preempted runs again on w2",
@@ -390,19 +384,22 @@ def test_a_job_preempted_on_its_worker_runs_again_on_the_other_with_its_retries_
             placed_on(clusters, "preempted") == "w2"
             and running_pods(clusters.workers["w2"], "preempted") == 2
         ),
+        WAIT,
     )
     wait_until(
         "the mirrored status comes from the new copy",
         lambda: status(clusters.manager, "preempted").get("startTime") not in (None, started),
+        WAIT,
     )
     assert status(clusters.manager, "preempted")["retryCount"] == 0
     # Only the copy that runs is left: w1's (evicted there) went when w2 admitted it.
-    wait_until("preempted's copy gone from w1", lambda: get(w1, "vcjob", "preempted") is None)
+    wait_until("preempted's copy gone from w1", lambda: get(w1, "vcjob", "preempted") is None, WAIT)
     unblock(w1, "urgent")
     clusters.manager.kubectl("delete", "vcjob", "preempted", "-n", NAMESPACE, "--wait=false")
     wait_until(
         "preempted's copy gone from w2",
         lambda: get(clusters.workers["w2"], "vcjob", "preempted") is None,
+        WAIT,
     )
 
 
@@ -411,13 +408,14 @@ def test_a_job_on_a_lost_worker_runs_again_on_the_other_with_its_retries_intact(
 ) -> None:
     """Last in the module: it stops w1's whole control plane."""
     w2 = clusters.workers["w2"]
-    wait_until("w2 is free", lambda: get(w2, "vcjob", "preempted") is None)
+    wait_until("w2 is free", lambda: get(w2, "vcjob", "preempted") is None, WAIT)
     block(w2, "blocker")
     submit(clusters, manifest("survivor"))
-    assert wait_until("survivor runs on w1", lambda: runs_on(clusters, "survivor")) == "w1"
+    assert wait_until("survivor runs on w1", lambda: runs_on(clusters, "survivor"), WAIT) == "w1"
     started_on_lost = wait_until(
         "the first copy's status mirrored",
         lambda: status(clusters.manager, "survivor").get("startTime"),
+        WAIT,
     )
     clusters.workers["w1"].stop()
     # Past workerLostTimeout, Kueue evicts the manager's Workload and offers it again.
@@ -430,6 +428,7 @@ def test_a_job_on_a_lost_worker_runs_again_on_the_other_with_its_retries_intact(
     wait_until(
         "survivor runs again on w2",
         lambda: placed_on(clusters, "survivor") == "w2" and running_pods(w2, "survivor") == 2,
+        WAIT,
     )
     wait_until(
         "the mirrored status comes from the new copy",
@@ -437,6 +436,7 @@ def test_a_job_on_a_lost_worker_runs_again_on_the_other_with_its_retries_intact(
             status(clusters.manager, "survivor").get("startTime") not in (None, started_on_lost)
             and phase(clusters.manager, "survivor") == "Running"
         ),
+        WAIT,
     )
     mirrored = status(clusters.manager, "survivor")
     assert mirrored["retryCount"] == 0

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from localcluster.simulator.client import PODS
-from localcluster.testing import running_cluster
+from localcluster.testing import running_cluster, wait_for
 
 
 def test_pods_run_to_completion_despite_api_faults(tmp_path: Path) -> None:
@@ -25,12 +24,12 @@ def test_pods_run_to_completion_despite_api_faults(tmp_path: Path) -> None:
                 },
             }
             client.create(PODS, pod, "default")
-        deadline = time.monotonic() + 40
-        phases: list[str] = []
-        while time.monotonic() < deadline:
-            listing = client.list(PODS, "default")
-            phases = sorted(str((p.get("status") or {}).get("phase")) for p in listing["items"])
-            if phases == ["Succeeded"] * 3:
-                break
-            time.sleep(0.3)
-        assert phases == ["Succeeded"] * 3
+        wait_for(
+            lambda: sorted(
+                str((p.get("status") or {}).get("phase"))
+                for p in client.list(PODS, "default")["items"]
+            ),
+            lambda phases: phases == ["Succeeded"] * 3,
+            "the three pods Succeeded",
+            timeout=40,
+        )

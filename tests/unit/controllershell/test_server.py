@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -142,12 +141,12 @@ def test_a_client_that_hangs_up_is_no_traceback(capfd: Any) -> None:
         assert get(endpoints.health_port, "/readyz") == (200, "ok\n")
         assert answered.is_set()
         # Wait for the first request's thread to end: its write to the closed socket has failed.
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(
-            "process_request_thread" in t.name for t in threading.enumerate()
-        ):
-            time.sleep(0.05)
-        assert not any("process_request_thread" in t.name for t in threading.enumerate())
+        wait_until(
+            "the first request's thread ended",
+            lambda: not any("process_request_thread" in t.name for t in threading.enumerate()),
+            10,
+            interval=0.05,
+        )
     finally:
         endpoints.stop()
     assert "Traceback" not in capfd.readouterr().err

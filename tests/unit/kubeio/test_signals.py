@@ -39,7 +39,7 @@ def test_a_signal_during_event_wait_stops_the_process(signum: signal.Signals) ->
         try:
             assert child.stdout is not None
             assert child.stdout.readline().strip() == "ready"
-            time.sleep(0.05)
+            time.sleep(0.05)  # lets the child get from its print into the wait loop
             child.send_signal(signum)
             assert child.wait(timeout=10) == 0
             assert child.stdout.read().strip() == "stopped"
