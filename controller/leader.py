@@ -20,7 +20,7 @@ from kubeio.client import LEASES
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
 from kubeio.kubelike import KubeLike
-from shared.wire import WireObject
+from shared.wire import WireObject, spec_of
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ class LeaderElector:
             cfg = self._config
             try:
                 lease = self._api.get(cfg.namespace, cfg.name)
-                spec = (lease or {}).get("spec") or {}
+                spec = spec_of(lease)
                 if lease is not None and spec.get("holderIdentity") == cfg.identity:
                     spec["holderIdentity"] = None
                     spec["leaseDurationSeconds"] = 1

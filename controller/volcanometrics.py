@@ -28,6 +28,7 @@ from prometheus_client.core import GaugeMetricFamily, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
 from shared import quantity, rfc3339
+from shared.wire import conditions_of, creation_timestamp, metadata, name_of, spec_of, status_of
 
 QUEUE_PHASES: Final = ("inqueue", "pending", "running", "unknown", "completed")
 JOB_TO_POD_LATENCY: Final = "volcano_controller_job_to_pod_creation_latency_milliseconds"
@@ -103,8 +104,8 @@ JOB_TO_POD_BUCKETS: Final = exponential_buckets_range(50, 60000, 30)
 def job_to_pod_latency_ms(job: Mapping[str, Any], pod: Mapping[str, Any]) -> float | None:
     """Milliseconds from the Job's creation to the pod's, from their `creationTimestamp`s; None
     when either is missing or unreadable."""
-    job_created = rfc3339.parse_time((job.get("metadata") or {}).get("creationTimestamp"))
-    pod_created = rfc3339.parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+    job_created = rfc3339.parse_time(creation_timestamp(job))
+    pod_created = rfc3339.parse_time(creation_timestamp(pod))
     if job_created is None or pod_created is None:
         return None
     return (pod_created - job_created).total_seconds() * 1000
@@ -113,8 +114,7 @@ def job_to_pod_latency_ms(job: Mapping[str, Any], pod: Mapping[str, Any]) -> flo
 def _unschedulable(podgroup: Mapping[str, Any]) -> bool:
     return any(
         c.get("type") == "Unschedulable" and c.get("status") == "True"
-        for c in (podgroup.get("status") or {}).get("conditions") or []
-        if isinstance(c, Mapping)
+        for c in conditions_of(podgroup)
     )
 
 
@@ -123,10 +123,9 @@ def queue_samples(
 ) -> list[Sample]:
     """Volcano's queue gauges, one set per Queue, and the count of unschedulable PodGroups."""
     out: list[Sample] = []
-    for queue in sorted(queues, key=lambda q: str((q.get("metadata") or {}).get("name"))):
-        name = str((queue.get("metadata") or {}).get("name") or "")
-        spec = queue.get("spec") or {}
-        status = queue.get("status") or {}
+    for queue in sorted(queues, key=lambda q: str(metadata(q).get("name"))):
+        name = name_of(queue)
+        spec, status = spec_of(queue), status_of(queue)
         label = (("queue_name", name),)
         for phase in QUEUE_PHASES:
             out.append(

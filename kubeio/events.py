@@ -19,6 +19,7 @@ from kubeio.clock import Clock, RealClock
 from kubeio.errors import KubeError, NotFoundError
 from kubeio.kubelike import KubeLike
 from shared.rfc3339 import format_time
+from shared.wire import metadata, namespace_of, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -150,9 +151,9 @@ class EventRecorder:
         self, obj: dict[str, Any], event_type: str, reason: str, message: str, moment: datetime
     ) -> None:
         now = format_time(moment)
-        meta = obj.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "default")
-        uid = str(meta.get("uid") or "")
+        meta = metadata(obj)
+        namespace = namespace_of(obj) or "default"
+        uid = uid_of(obj)
         with self._lock:
             identity, message = self._similar.observe(
                 (uid, event_type, reason), message, moment.timestamp()

@@ -22,6 +22,7 @@ from kubeio.client import Resource
 from kubeio.errors import KubeError, NotFoundError
 from kubeio.kubelike import KubeLike
 from kubeio.managedfields import drop_field_sets
+from shared.wire import resource_version_of
 
 # Jitter has its own generator: background threads must not move the global `random`
 # state that seeded code (and Hypothesis) relies on.
@@ -213,7 +214,7 @@ class Reflector:
                 raise KubeError(
                     f"watch error: {obj.get('message', obj)}", int(obj.get("code") or 0)
                 )
-            new_version = (obj.get("metadata") or {}).get("resourceVersion")
+            new_version = resource_version_of(obj)
             if kind_of_event == "BOOKMARK":
                 if new_version:
                     self._resource_version = str(new_version)

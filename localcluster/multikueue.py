@@ -25,6 +25,7 @@ from localcluster import kueue
 from localcluster.clusterdir import KUBECONFIG_FILE
 from localcluster.simulator.client import Resource
 from shared import labels, quantity
+from shared.wire import status_of
 
 API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
 ADMISSION_CHECK: Final = "vcjob-multikueue"
@@ -206,6 +207,6 @@ def nodes_quota(nodes: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """The allocatable cpu and memory of these nodes, summed: a worker's ClusterQueue quota."""
     total: dict[str, Decimal] = {}
     for node in nodes:
-        allocatable = quantity.parse_resource_list((node.get("status") or {}).get("allocatable"))
+        allocatable = quantity.parse_resource_list(status_of(node).get("allocatable"))
         total = quantity.add_quantities(total, allocatable)
     return {name: quantity.render(total.get(name, Decimal(0))) for name in COVERED}

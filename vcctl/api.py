@@ -36,7 +36,7 @@ from kubeio.client import (
 )
 from kubeio.errors import KubeconfigError, KubeError, NotFoundError
 from shared.labels import JOB_NAME_KEY
-from shared.wire import WireObject
+from shared.wire import WireObject, dig, owner_references
 
 T = TypeVar("T")
 # A CLI makes a handful of calls: no client-side rate limit, fail fast when the server is away.
@@ -246,7 +246,7 @@ class VolcanoApi:
             found = self.kube.get_or_none(MULTIKUEUE_CLUSTERS, None, cluster)
             if found is None:
                 return f"no MultiKueueCluster {cluster}"
-            source = ((found.get("spec") or {}).get("clusterSource") or {}).get("kubeConfig") or {}
+            source = dig(found, "spec", "clusterSource", "kubeConfig") or {}
             secret_name = str(source.get("location") or "")
             if source.get("locationType", "Secret") != "Secret" or not secret_name:
                 return f"MultiKueueCluster {cluster} keeps its kubeconfig outside a Secret"
@@ -254,7 +254,7 @@ class VolcanoApi:
         except KubeError as exc:
             return f"cannot read its kubeconfig: {_message(exc)}"
         try:
-            encoded = str((secret.get("data") or {}).get("kubeconfig") or "")
+            encoded = str(dig(secret, "data", "kubeconfig") or "")
             document = yaml.safe_load(base64.b64decode(encoded))
             configuration = configuration_from_kubeconfig(document)
         except (binascii.Error, yaml.YAMLError, KubeconfigError) as exc:
@@ -271,8 +271,7 @@ class VolcanoApi:
 
 
 def _owned_by(obj: WireObject, uid: str) -> bool:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-    return any(ref.get("uid") == uid for ref in refs)
+    return any(ref.get("uid") == uid for ref in owner_references(obj))
 
 
 def connect(

@@ -9,7 +9,7 @@ from typing import Any
 import click
 import yaml
 
-from shared.wire import WireObject
+from shared.wire import WireObject, dig, metadata, spec_of, uid_of
 from vcctl import render, why
 from vcctl.api import VolcanoApi
 from vcctl.build import build_command, build_run_job, command_refusal, parse_resources
@@ -137,9 +137,9 @@ def list_command(
     jobs = [
         j
         for j in jobs
-        if (not queue or (j.get("spec") or {}).get("queue") == queue)
-        and (not scheduler or (j.get("spec") or {}).get("schedulerName") == scheduler)
-        and (not selector or selector in str((j.get("metadata") or {}).get("name")))
+        if (not queue or spec_of(j).get("queue") == queue)
+        and (not scheduler or spec_of(j).get("schedulerName") == scheduler)
+        and (not selector or selector in str(metadata(j).get("name")))
     ]
     jobs.sort(key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
     if output in ("json", "yaml"):
@@ -179,8 +179,8 @@ def view_command(
         events = [
             e
             for e in api.list_events(target)
-            if str((e.get("metadata") or {}).get("name", "")).startswith(f"{name}.")
-            and (e.get("involvedObject") or {}).get("kind") in (None, "Job")
+            if str(metadata(e).get("name", "")).startswith(f"{name}.")
+            and dig(e, "involvedObject", "kind") in (None, "Job")
         ]
     finally:
         api.close()
@@ -221,7 +221,7 @@ def why_command(
 
 def _dispatched_facts(api: VolcanoApi, namespace: str, job: WireObject) -> why.WhyFacts:
     """A job MultiKueue dispatches runs elsewhere: its Workload here and each worker's copy."""
-    uid = str((job.get("metadata") or {}).get("uid") or "")
+    uid = uid_of(job)
     workload = api.find_job_workload(namespace, uid)
     workers: dict[str, WireObject | str] = {}
     if workload is not None:
@@ -233,13 +233,13 @@ def _dispatched_facts(api: VolcanoApi, namespace: str, job: WireObject) -> why.W
 
 def _local_facts(api: VolcanoApi, namespace: str, name: str, job: WireObject) -> why.WhyFacts:
     """A job that runs here: its PodGroup (Volcano's or Kubernetes' own), Queue, pods, events."""
-    uid = str((job.get("metadata") or {}).get("uid") or "")
+    uid = uid_of(job)
     expected = f"{name}-{uid}"
     groups = api.list_namespace_podgroups(namespace)
     return why.WhyFacts(
         job,
         next((g for g in groups if g["metadata"].get("name") == expected), None),
-        api.find_queue(str((job.get("spec") or {}).get("queue") or "default")),
+        api.find_queue(str(spec_of(job).get("queue") or "default")),
         api.list_job_pods(namespace, name),
         api.list_events(namespace),
         api.list_native_pod_groups(namespace, name, uid),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 
 from shared.models.flow import FLOW_API_VERSION
-from shared.wire import WireObject
+from shared.wire import WireObject, metadata, name_of
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
@@ -44,7 +44,7 @@ def flow_documents(text: str, kind: str, source: str, *, named: bool = False) ->
             )
         if not isinstance(document.get("metadata") or {}, dict):
             raise ValueError(f"{source}: document {number}: metadata is not a mapping")
-        if named and not (document.get("metadata") or {}).get("name"):
+        if named and not name_of(document):
             raise ValueError(f"{source}: document {number} has no metadata.name")
         documents.append({"apiVersion": FLOW_API_VERSION, "kind": kind, **document})
     if not documents:
@@ -54,8 +54,8 @@ def flow_documents(text: str, kind: str, source: str, *, named: bool = False) ->
 
 def with_namespace(document: WireObject, default: str) -> tuple[str, str, WireObject]:
     """(namespace, name, the document in that namespace): its own namespace, else `default`."""
-    metadata = dict(document.get("metadata") or {})
-    namespace = str(metadata.get("namespace") or default)
-    metadata["namespace"] = namespace
-    name = str(metadata.get("name") or metadata.get("generateName") or "")
-    return namespace, name, {**document, "metadata": metadata}
+    meta: WireObject = dict(metadata(document))
+    namespace = str(meta.get("namespace") or default)
+    meta["namespace"] = namespace
+    name = str(meta.get("name") or meta.get("generateName") or "")
+    return namespace, name, {**document, "metadata": meta}

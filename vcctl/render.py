@@ -12,7 +12,20 @@ import yaml
 
 from shared import plugins
 from shared.rfc3339 import parse_time
-from shared.wire import WireObject, state_phase
+from shared.wire import (
+    WireObject,
+    creation_timestamp,
+    dig,
+    job_status,
+    labels_of,
+    metadata,
+    name_of,
+    namespace_of,
+    spec_of,
+    state_phase,
+    status_of,
+    status_phase,
+)
 
 JOB_TYPE_LABEL: Final = "volcano.sh/job-type"
 NO_RESOURCES: Final = "No resources found"
@@ -63,7 +76,7 @@ def padded_table(
 
 
 def _creation(obj: WireObject, zone: tzinfo | None) -> str:
-    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    stamp = creation_timestamp(obj)
     if not stamp:
         return ""
     moment = parse_time(stamp)
@@ -71,18 +84,16 @@ def _creation(obj: WireObject, zone: tzinfo | None) -> str:
 
 
 def _replicas(job: WireObject) -> int:
-    tasks = (job.get("spec") or {}).get("tasks") or []
+    tasks = spec_of(job).get("tasks") or []
     return sum(int(t.get("replicas") or 0) for t in tasks if isinstance(t, dict))
 
 
 def job_cells(job: WireObject, zone: tzinfo | None, wide: bool) -> list[str]:
-    meta = job.get("metadata") or {}
-    status = job.get("status") or {}
-    spec = job.get("spec") or {}
+    status, spec = job_status(job), spec_of(job)
     cells = [
         _creation(job, zone),
         state_phase(status),
-        str((meta.get("labels") or {}).get(JOB_TYPE_LABEL) or "Batch"),
+        str(labels_of(job).get(JOB_TYPE_LABEL) or "Batch"),
         str(_replicas(job)),
         str(status.get("minAvailable") or 0),
         *(str(status.get(k) or 0) for k in ("pending", "running", "succeeded", "failed")),
@@ -101,8 +112,8 @@ def job_table(
     if not jobs:
         return NO_RESOURCES
     columns = list(JOB_COLUMNS) + (list(WIDE_COLUMNS) if wide else [])
-    names = [str((j.get("metadata") or {}).get("name") or "") for j in jobs]
-    spaces = [str((j.get("metadata") or {}).get("namespace") or "") for j in jobs]
+    names = [name_of(j) for j in jobs]
+    spaces = [namespace_of(j) for j in jobs]
     name_width = max(4, *(len(n) for n in names)) + 3
     space_width = max(9, *(len(n) for n in spaces)) + 3
     lead: list[tuple[str, int]] = [("Namespace", space_width)] if all_namespaces else []
@@ -119,8 +130,8 @@ def podgroup_phases(podgroups: Iterable[WireObject]) -> dict[str, Counter[str]]:
     """Per queue, how many PodGroups are in each phase (vcctl counts them itself)."""
     out: dict[str, Counter[str]] = {}
     for group in podgroups:
-        queue = str((group.get("spec") or {}).get("queue") or "")
-        phase = str((group.get("status") or {}).get("phase") or "")
+        queue = str(spec_of(group).get("queue") or "")
+        phase = status_phase(group)
         out.setdefault(queue, Counter())[phase] += 1
     return out
 
@@ -132,13 +143,13 @@ def queue_table(queues: Sequence[WireObject], phases: dict[str, Counter[str]]) -
     widths = [25] + [8] * (len(QUEUE_COLUMNS) - 1)
     lines = [_row(list(zip(QUEUE_COLUMNS, widths, strict=True)))]
     for queue in queues:
-        name = str((queue.get("metadata") or {}).get("name") or "")
-        spec = queue.get("spec") or {}
+        name = name_of(queue)
+        spec = spec_of(queue)
         counts = phases.get(name, Counter())
         cells = [
             name,
             str(spec.get("weight") or 0),
-            str((queue.get("status") or {}).get("state") or ""),
+            str(status_of(queue).get("state") or ""),
             str(spec.get("parent") or ""),
             *(str(counts[p]) for p in ("Inqueue", "Pending", "Running", "Unknown", "Completed")),
         ]
@@ -235,7 +246,7 @@ def _container(out: list[str], container: WireObject, level: int) -> None:
     for section in ("limits", "requests"):
         _lines(out, level, section.capitalize())
         for key in ("cpu", "memory"):
-            value = (resources.get(section) or {}).get(key)
+            value = dig(resources, section, key)
             if value is not None:
                 _lines(out, level + 1, key, value)
     _lines(out, level, "Working Dir", container.get("workingDir", ""))
@@ -250,9 +261,7 @@ def _suspended_condition(status: WireObject) -> WireObject | None:
 
 def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> str:
     """The describe-style `vcctl job view`: metadata, spec, status, then the job's events."""
-    meta = job.get("metadata") or {}
-    spec = job.get("spec") or {}
-    status = job.get("status") or {}
+    meta, spec, status = metadata(job), spec_of(job), status_of(job)
     out: list[str] = []
     _lines(out, 0, "Name", meta.get("name", ""))
     _lines(out, 0, "Namespace", meta.get("namespace", ""))
@@ -283,7 +292,7 @@ def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> st
         _lines(out, 2, "Name", task.get("name", ""))
         _lines(out, 2, "Replicas", task.get("replicas", ""))
         _lines(out, 2, "Template")
-        pod = (task.get("template") or {}).get("spec") or {}
+        pod = spec_of(task.get("template"))
         _lines(out, 3, "Spec")
         _lines(out, 4, "Containers")
         for container in pod.get("containers") or []:
@@ -317,7 +326,7 @@ def job_view(job: WireObject, events: Sequence[WireObject], now: datetime) -> st
         age = _age(event.get("lastTimestamp") or event.get("eventTime"), now)
         if count > 1:
             age = f"{age} (x{count} over {_age(event.get('firstTimestamp'), now)})"
-        source = (event.get("source") or {}).get("component") or event.get("reportingComponent", "")
+        source = dig(event, "source", "component") or event.get("reportingComponent", "")
         rows.append(
             [
                 str(event.get("type", "")),

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Final
 
 from shared.models.flow import FLOW_API_VERSION
-from shared.wire import WireObject, phase_of
+from shared.wire import WireObject, creation_timestamp, metadata, name_of, namespace_of, phase_of
 from vcctl.render import NO_RESOURCES, dump, padded_table, since
 
 COLUMN_SPACING: Final = 4
@@ -19,20 +19,16 @@ JOBTEMPLATE_COLUMNS: Final = ("Name", "Namespace")
 DESCRIBE_SEPARATOR: Final = "\n\n\n"
 
 
-def _meta(obj: WireObject) -> WireObject:
-    return obj.get("metadata") or {}
-
-
 def jobflow_table(flows: Sequence[WireObject], now: datetime) -> str:
     """`vcctl jobflow list` / `get`: Name, Namespace, Phase (`status.state.phase`), Age."""
     if not flows:
         return NO_RESOURCES
     rows = [
         [
-            str(_meta(f).get("name") or ""),
-            str(_meta(f).get("namespace") or ""),
+            name_of(f),
+            namespace_of(f),
             phase_of(f),
-            since(_meta(f).get("creationTimestamp"), now),
+            since(creation_timestamp(f), now),
         ]
         for f in flows
     ]
@@ -43,9 +39,7 @@ def jobtemplate_table(templates: Sequence[WireObject]) -> str:
     """`vcctl jobtemplate list` / `get`: Name and Namespace only (vcctl shows no age)."""
     if not templates:
         return NO_RESOURCES
-    rows = [
-        [str(_meta(t).get("name") or ""), str(_meta(t).get("namespace") or "")] for t in templates
-    ]
+    rows = [[name_of(t), namespace_of(t)] for t in templates]
     return padded_table(JOBTEMPLATE_COLUMNS, rows, COLUMN_SPACING, sized_by_header=True)
 
 
@@ -54,7 +48,7 @@ def described(obj: WireObject, kind: str) -> WireObject:
     shown = copy.deepcopy(obj)
     shown.setdefault("apiVersion", FLOW_API_VERSION)
     shown.setdefault("kind", kind)
-    (shown.get("metadata") or {}).pop("managedFields", None)
+    metadata(shown).pop("managedFields", None)
     return shown
 
 

@@ -9,7 +9,17 @@ from typing import Any, Final
 
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
 from shared.rfc3339 import parse_time
-from shared.wire import WireObject
+from shared.wire import (
+    WireObject,
+    annotations_of,
+    labels_of,
+    metadata,
+    name_of,
+    namespace_of,
+    spec_of,
+    status_of,
+    terminated_state,
+)
 from vcctl.render import NO_RESOURCES, padded_table, since
 
 COLUMN_SPACING: Final = 8
@@ -25,22 +35,19 @@ TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
 
 def job_queue(job: WireObject) -> str:
-    return str((job.get("spec") or {}).get("queue") or DEFAULT_QUEUE)
+    return str(spec_of(job).get("queue") or DEFAULT_QUEUE)
 
 
 def _key(obj: WireObject) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    return namespace_of(obj), name_of(obj)
 
 
 def _job_of(pod: WireObject) -> str:
-    return str(((pod.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_KEY) or "")
+    return str(labels_of(pod).get(JOB_NAME_KEY) or "")
 
 
 def _annotated_queue(pod: WireObject) -> str:
-    return str(
-        ((pod.get("metadata") or {}).get("annotations") or {}).get(QUEUE_NAME_ANNOTATION) or ""
-    )
+    return str(annotations_of(pod).get(QUEUE_NAME_ANNOTATION) or "")
 
 
 def queue_mismatch(jobs: Iterable[WireObject], job: str, queue: str) -> str | None:
@@ -78,7 +85,7 @@ def _later(current: str, candidate: Any) -> str:
 
 
 def _last_terminated(status: WireObject) -> Any:
-    return ((status.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
+    return terminated_state(status, last=True).get("finishedAt")
 
 
 def _exit_reason(terminated: WireObject, prefix: str = "") -> str:
@@ -99,9 +106,7 @@ def _condition(status: WireObject, kind: str) -> str | None:
 def pod_cells(pod: WireObject, now: datetime) -> list[str]:
     """Name, Ready, Status, Restart, Age of a pod, reckoned as `kubectl get pods` does (init
     containers, sidecars, a waiting or terminated container's reason, Terminating)."""
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
+    meta, spec, status = metadata(pod), spec_of(pod), status_of(pod)
     phase = str(status.get("phase") or "")
     reason = str(status.get("reason") or phase)
     for condition in status.get("conditions") or []:

@@ -9,7 +9,16 @@ from typing import Any, Final
 
 from shared import conditions, labels
 from shared.models import FINISHED_PHASES
-from shared.wire import WireObject
+from shared.wire import (
+    WireObject,
+    container_statuses,
+    dig,
+    job_state,
+    metadata,
+    name_of,
+    spec_of,
+    status_of,
+)
 
 # How many pods and events per pod are shown: one screen.
 MAX_PODS: Final = 8
@@ -37,13 +46,13 @@ class WhyFacts:
 
 
 def dispatched_by_multikueue(job: Mapping[str, Any]) -> bool:
-    return bool(_get(job, "spec", "managedBy") == labels.MANAGED_BY_MULTIKUEUE)
+    return bool(dig(job, "spec", "managedBy") == labels.MANAGED_BY_MULTIKUEUE)
 
 
 def clusters_to_ask(workload: Mapping[str, Any] | None) -> list[str]:
     """The worker clusters whose copy of the Workload explains the job: the one running it, else
     those MultiKueue offered it to."""
-    status = (workload or {}).get("status") or {}
+    status = status_of(workload)
     if _condition_message(workload or {}, "Finished")[0] == "True":
         return []  # MultiKueue removed the copies
     if status.get("clusterName"):
@@ -53,7 +62,7 @@ def clusters_to_ask(workload: Mapping[str, Any] | None) -> list[str]:
 
 def _condition_message(workload: Mapping[str, Any], type_: str) -> tuple[str, str]:
     """The condition's status and what it says (its message, else its reason)."""
-    cond = conditions.find_condition(_get(workload, "status", "conditions"), type_)
+    cond = conditions.find_condition(dig(workload, "status", "conditions"), type_)
     if cond is None:
         return "", ""
     return str(cond.get("status")), str(cond.get("message") or cond.get("reason") or "")
@@ -69,7 +78,7 @@ def multikueue_lines(
              "Kueue's CRDs installed?)"],
             "check that vcjob's controller runs on this (the manager) cluster",
         )  # fmt: skip
-    status = workload.get("status") or {}
+    status = status_of(workload)
     lines: list[str] = []
     hint = ""
     finished, finished_message = _condition_message(workload, "Finished")
@@ -111,9 +120,9 @@ INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"
 
 def native_gang_line(pod_group: Mapping[str, Any]) -> tuple[str, bool]:
     """One line on kube-scheduler's gang, and whether it says the gang cannot be placed."""
-    gang = _get(pod_group, "spec", "schedulingPolicy", "gang") or {}
-    head = f"Gang {_name(pod_group)} (kube-scheduler): minCount {gang.get('minCount', '-')}, "
-    for cond in _get(pod_group, "status", "conditions") or []:
+    gang = dig(pod_group, "spec", "schedulingPolicy", "gang") or {}
+    head = f"Gang {name_of(pod_group)} (kube-scheduler): minCount {gang.get('minCount', '-')}, "
+    for cond in dig(pod_group, "status", "conditions") or []:
         if cond.get("type") != INITIALLY_SCHEDULED:
             continue
         if cond.get("status") == "True":
@@ -134,29 +143,17 @@ def native_gang_lines(
     blocked = False
     indent = ""
     if composite is not None:
-        gang = _get(composite, "spec", "schedulingPolicy", "gang") or {}
+        gang = dig(composite, "spec", "schedulingPolicy", "gang") or {}
         lines.append(
-            f"Composite gang {_name(composite)} (kube-scheduler): every task's gang, "
+            f"Composite gang {name_of(composite)} (kube-scheduler): every task's gang, "
             f"minGroupCount {gang.get('minGroupCount', '-')}"
         )
         indent = "  "
-    for pod_group in sorted(pod_groups, key=_name):
+    for pod_group in sorted(pod_groups, key=name_of):
         line, not_placed = native_gang_line(pod_group)
         lines.append(indent + line)
         blocked = blocked or not_placed
     return lines, blocked
-
-
-def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
-    for key in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
-def _name(obj: Mapping[str, Any] | None) -> str:
-    return str(_get(obj, "metadata", "name") or "")
 
 
 def _resources(value: Any) -> str:
@@ -168,13 +165,13 @@ def _resources(value: Any) -> str:
 def job_reason(job: Mapping[str, Any]) -> tuple[str, str]:
     """(reason, message): the controller's `status.reason` with its condition, else Volcano's
     state."""
-    status = job.get("status") or {}
+    status = status_of(job)
     typed = status.get("typedConditions") or []
     for type_ in (conditions.FAILED, conditions.BLOCKED):
         found = conditions.find_condition(typed, type_)
         if found is not None and found.get("status") == "True":
             return str(found.get("reason") or type_), str(found.get("message") or "")
-    state = status.get("state") or {}
+    state = job_state(job)
     return str(state.get("reason") or ""), str(state.get("message") or "")
 
 
@@ -182,10 +179,10 @@ def missing_pod_group(job: Mapping[str, Any]) -> str:
     """What a job without a PodGroup means, from what the controller does with it: deleted when
     the job finishes (Completed, Failed, Terminated), when it is suspended (Aborting, Aborted, or
     `spec.suspend`) and for a full restart; otherwise not created yet."""
-    phase = _get(job, "status", "state", "phase") or ""
+    phase = dig(job, "status", "state", "phase") or ""
     if phase in FINISHED:
         return "none (deleted when the job finished)"
-    if phase in ("Aborting", "Aborted") or _get(job, "spec", "suspend") is True:
+    if phase in ("Aborting", "Aborted") or dig(job, "spec", "suspend") is True:
         return "none (deleted when the job was suspended; resuming creates a new one)"
     if phase == "Restarting":
         return "none (deleted for the restart; a new one comes with the new pods)"
@@ -201,8 +198,8 @@ def unseen_by_scheduler(pod_group: Mapping[str, Any] | None) -> bool:
     admits it or says why not, so none has looked at this one (it may not be running)."""
     return (
         pod_group is not None
-        and (_get(pod_group, "status", "phase") or "Pending") == "Pending"
-        and not _get(pod_group, "status", "conditions")
+        and (dig(pod_group, "status", "phase") or "Pending") == "Pending"
+        and not dig(pod_group, "status", "conditions")
     )
 
 
@@ -211,7 +208,7 @@ def unblock_hint(
 ) -> str:
     """What to do about `reason`; `no_node_fits`: a pod is larger than every node, so freeing
     or adding capacity of the same size would not help."""
-    namespace = _get(job, "metadata", "namespace") or "default"
+    namespace = dig(job, "metadata", "namespace") or "default"
     if reason == "Unschedulable" and no_node_fits:
         return (
             "ask for less per pod (requests), or add a node large enough for the pod the reason "
@@ -240,14 +237,14 @@ def _events_of(events: Sequence[WireObject], kind: str, name: str) -> list[WireO
     mine = [
         e
         for e in events
-        if _get(e, "involvedObject", "kind") == kind and _get(e, "involvedObject", "name") == name
+        if dig(e, "involvedObject", "kind") == kind and dig(e, "involvedObject", "name") == name
     ]
     mine.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
     return mine[-EVENTS_PER_OBJECT:]
 
 
 def _pod_problem(pod: Mapping[str, Any]) -> str:
-    status = pod.get("status") or {}
+    status = status_of(pod)
     parts: list[str] = []
     if status.get("reason"):
         parts.append(str(status["reason"]))
@@ -256,7 +253,7 @@ def _pod_problem(pod: Mapping[str, Any]) -> str:
             parts.append(
                 f"{cond.get('type')}={cond['reason']}: {cond.get('message') or ''}".strip()
             )
-    for container in status.get("containerStatuses") or []:
+    for container in container_statuses(pod):
         state = container.get("state") or {}
         if waiting := state.get("waiting"):
             parts.append(f"{container.get('name')} waiting: {waiting.get('reason', '')}")
@@ -270,10 +267,8 @@ def _pod_problem(pod: Mapping[str, Any]) -> str:
 
 def explain(facts: WhyFacts) -> str:
     job = facts.job
-    meta = job.get("metadata") or {}
-    spec = job.get("spec") or {}
-    status = job.get("status") or {}
-    phase = _get(status, "state", "phase") or (
+    meta, spec, status = metadata(job), spec_of(job), status_of(job)
+    phase = dig(status, "state", "phase") or (
         "not dispatched yet" if dispatched_by_multikueue(job) else "Unknown"
     )
     reason, message = job_reason(job)
@@ -318,11 +313,11 @@ def explain(facts: WhyFacts) -> str:
         out.append(f"PodGroup: {missing_pod_group(job)}")
     else:
         out.append(
-            f"PodGroup {_name(pg)}: {_get(pg, 'status', 'phase') or 'Pending'}, minMember "
-            f"{_get(pg, 'spec', 'minMember')}, minResources "
-            f"{_resources(_get(pg, 'spec', 'minResources'))}"
+            f"PodGroup {name_of(pg)}: {dig(pg, 'status', 'phase') or 'Pending'}, minMember "
+            f"{dig(pg, 'spec', 'minMember')}, minResources "
+            f"{_resources(dig(pg, 'spec', 'minResources'))}"
         )
-        for cond in _get(pg, "status", "conditions") or []:
+        for cond in dig(pg, "status", "conditions") or []:
             if cond.get("status") == "True" and cond.get("type") == "Unschedulable":
                 out.append(f"  {cond.get('type')}: {cond.get('message') or cond.get('reason')}")
     native_lines, native_blocked = native_gang_lines(
@@ -333,33 +328,33 @@ def explain(facts: WhyFacts) -> str:
     if queue is None:
         out.append(f"Queue {queue_name}: does not exist")
     else:
-        qs = queue.get("status") or {}
+        qs = status_of(queue)
         out.append(
             f"Queue {queue_name}: {qs.get('state') or 'Open'}, capability "
-            f"{_resources(_get(queue, 'spec', 'capability'))}, allocated "
+            f"{_resources(dig(queue, 'spec', 'capability'))}, allocated "
             f"{_resources(qs.get('allocated'))}"
         )
-    stuck = [p for p in facts.pods if _get(p, "status", "phase") != "Running"]
+    stuck = [p for p in facts.pods if dig(p, "status", "phase") != "Running"]
     running = len(facts.pods) - len(stuck)
     out.append(f"Pods: {running} running, {len(stuck)} not running")
-    for pod in sorted(stuck, key=_name)[:MAX_PODS]:
+    for pod in sorted(stuck, key=name_of)[:MAX_PODS]:
         problem = _pod_problem(pod)
         out.append(
-            f"  {_name(pod)}: {_get(pod, 'status', 'phase') or 'Pending'}"
+            f"  {name_of(pod)}: {dig(pod, 'status', 'phase') or 'Pending'}"
             + (f" - {problem}" if problem else "")
         )
-        for event in _events_of(facts.events, "Pod", _name(pod)):
+        for event in _events_of(facts.events, "Pod", name_of(pod)):
             out.append(f"    event {event.get('reason')}: {event.get('message')}")
     if len(stuck) > MAX_PODS:
         out.append(f"  ... and {len(stuck) - MAX_PODS} more")
     job_events = _events_of(facts.events, "Job", str(meta.get("name")))
     if pg is not None:
-        job_events += _events_of(facts.events, "PodGroup", _name(pg))
+        job_events += _events_of(facts.events, "PodGroup", name_of(pg))
     for event in job_events:
         out.append(f"Event {event.get('reason')}: {event.get('message')}")
     no_node_fits = NO_NODE_FITS in message or any(
         NO_NODE_FITS in str(cond.get("message") or "")
-        for cond in _get(pg, "status", "conditions") or []
+        for cond in dig(pg, "status", "conditions") or []
         if cond.get("type") == "Unschedulable" and cond.get("status") == "True"
     )
     hint = unblock_hint(reason, job, queue_name, no_node_fits=no_node_fits)

@@ -24,7 +24,17 @@ from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
 from shared import labels
 from shared.models.cronjob import CRONJOB_KIND, CronJob
-from shared.wire import WireObject
+from shared.wire import (
+    WireObject,
+    creation_timestamp,
+    deletion_timestamp,
+    job_state,
+    metadata,
+    name_of,
+    namespace_of,
+    owner_references,
+    uid_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,19 +63,18 @@ def local_zone() -> tzinfo:
 
 def controller_of(job: WireObject) -> dict[str, Any] | None:
     """The Job's controller reference when it is a CronJob."""
-    for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in owner_references(job):
         if ref.get("controller") and ref.get("kind") == CRONJOB_KIND:
             return dict(ref)
     return None
 
 
 def child_of(job: WireObject) -> Child:
-    meta = job.get("metadata") or {}
-    state = (job.get("status") or {}).get("state") or {}
-    created = parse_time(meta.get("creationTimestamp"))
+    state = job_state(job)
+    created = parse_time(creation_timestamp(job))
     return Child(
-        name=str(meta.get("name") or ""),
-        uid=str(meta.get("uid") or ""),
+        name=name_of(job),
+        uid=uid_of(job),
         phase=str(state.get("phase") or "Pending"),
         created=created or EPOCH,
         transition=parse_time(state.get("lastTransitionTime")),
@@ -106,7 +115,7 @@ class CronJobController(KeyWorkers):
         for job in (old, new):
             ref = controller_of(job) if job else None
             if job is not None and ref is not None:
-                namespace = (job.get("metadata") or {}).get("namespace") or ""
+                namespace = namespace_of(job)
                 self.queue.add(f"{namespace}/{ref.get('name')}")
 
     # --- KeyWorkers ------------------------------------------------------------------------
@@ -134,23 +143,22 @@ class CronJobController(KeyWorkers):
     # --- one sync --------------------------------------------------------------------------
 
     def children(self, cron: WireObject) -> list[Child]:
-        meta = cron.get("metadata") or {}
-        uid = meta.get("uid")
-        namespace = meta.get("namespace")
+        meta = metadata(cron)
+        uid, namespace = meta.get("uid"), meta.get("namespace")
         out = []
         for job in self.jobs.items():
             ref = controller_of(job)
             if (
                 ref is not None
                 and ref.get("uid") == uid
-                and (job.get("metadata") or {}).get("namespace") == namespace
+                and metadata(job).get("namespace") == namespace
             ):
                 out.append(child_of(job))
         return out
 
     def sync(self, key: str) -> timedelta | None:
         raw = self.cronjobs.get(key)
-        if raw is None or (raw.get("metadata") or {}).get("deletionTimestamp"):
+        if raw is None or deletion_timestamp(raw):
             return None
         raw.setdefault("kind", CRONJOB_KIND)
         raw.setdefault("apiVersion", labels.BATCH_API_VERSION)

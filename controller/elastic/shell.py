@@ -43,7 +43,7 @@ from kubeio.client import EVENTS, JOBS, PODS, ApiClient, Kube, Resource
 from kubeio.errors import KubeError, NotFoundError, TransientError
 from kubeio.kubelike import KubeLike
 from shared.rfc3339 import format_time
-from shared.wire import WireObject
+from shared.wire import WireObject, annotations_of, metadata, spec_of
 
 log = logging.getLogger("controller.elastic")
 
@@ -114,9 +114,9 @@ def replicas_patch(
     cooldown counts from is in the API with the change itself, whatever happens to this process.
     """
     base = f"/spec/tasks/{task_index}"
-    annotations = (job.get("metadata") or {}).get("annotations")
+    annotations = metadata(job).get("annotations")
     resized = resized_at_annotation(
-        resized_at_from_annotations(annotations or {}), decision.task, now
+        resized_at_from_annotations(annotations_of(job)), decision.task, now
     )
     record: dict[str, Any] = (
         {
@@ -136,7 +136,7 @@ def replicas_patch(
 
 
 def task_index(job: Mapping[str, Any], task: str) -> int | None:
-    for index, spec in enumerate((job.get("spec") or {}).get("tasks") or []):
+    for index, spec in enumerate(spec_of(job).get("tasks") or []):
         if isinstance(spec, Mapping) and spec.get("name") == task:
             return index
     return None

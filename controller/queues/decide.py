@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from shared.wire import spec_of, status_phase
+
 OPEN: Final = "Open"
 CLOSING: Final = "Closing"
 CLOSED: Final = "Closed"
@@ -71,7 +73,7 @@ def next_state(
 def podgroup_counts(podgroups: Iterable[dict[str, Any]]) -> dict[str, int]:
     """The status counters: PodGroups of the queue by phase (pending, running, inqueue,
     unknown, completed), as Volcano's QueueStatus has them."""
-    phases = Counter(str((pg.get("status") or {}).get("phase") or "Pending") for pg in podgroups)
+    phases = Counter(status_phase(pg) or "Pending" for pg in podgroups)
     return {
         "pending": phases["Pending"],
         "running": phases["Running"],
@@ -82,7 +84,7 @@ def podgroup_counts(podgroups: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 
 def queue_of_podgroup(podgroup: dict[str, Any]) -> str:
-    return str((podgroup.get("spec") or {}).get("queue") or DEFAULT_QUEUE)
+    return str(spec_of(podgroup).get("queue") or DEFAULT_QUEUE)
 
 
 CLOSED_BY_PARENT: Final = "volcano.sh/closed-by-parent"

@@ -32,7 +32,15 @@ from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
 from shared import labels
 from shared.objectkeys import object_key
-from shared.wire import WireObject
+from shared.wire import (
+    WireObject,
+    annotations_of,
+    deletion_timestamp,
+    metadata,
+    name_of,
+    spec_of,
+    status_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +181,7 @@ class QueueController(KeyWorkers):
                 COMMANDS,
                 namespace,
                 name,
-                uid=(command.get("metadata") or {}).get("uid"),
+                uid=metadata(command).get("uid"),
                 missing_ok=False,
             )
         except NotFoundError:
@@ -193,17 +201,17 @@ class QueueController(KeyWorkers):
                 # A Command for a Queue created a moment ago can come before the Queue's own
                 # watch event: keep its action for the retry instead of dropping it.
                 raise QueueNotSeenYetError(f"queue {name} is not in the cache yet")
-        if queue is None or (queue.get("metadata") or {}).get("deletionTimestamp"):
+        if queue is None or deletion_timestamp(queue):
             with self._lock:
                 self._actions.pop(name, None)
             return
         with self._lock:
             actions = list(self._actions.get(name, []))
         groups = [g for g in self.podgroups.items() if queue_of_podgroup(g) == name]
-        parent_name = (queue.get("spec") or {}).get("parent")
+        parent_name = spec_of(queue).get("parent")
         parent = self.queues.get(str(parent_name)) if parent_name else None
-        parent_state = ((parent or {}).get("status") or {}).get("state") if parent else None
-        state = (queue.get("status") or {}).get("state")
+        parent_state = status_of(parent).get("state") if parent else None
+        state = status_of(queue).get("state")
         applied = 0
         follow: list[Cascade] = []
         try:
@@ -229,9 +237,7 @@ class QueueController(KeyWorkers):
         self._follow(follow)
 
     def _children(self, name: str) -> list[QueueView]:
-        return [
-            _view(q) for q in self.queues.items() if (q.get("spec") or {}).get("parent") == name
-        ]
+        return [_view(q) for q in self.queues.items() if spec_of(q).get("parent") == name]
 
     def _follow(self, requests: list[Cascade]) -> None:
         """Mark queues closed (or no longer closed) by their parent, then queue their requests."""
@@ -254,7 +260,7 @@ class QueueController(KeyWorkers):
 
     def _write(self, queue: WireObject, state: str | None, groups: list[WireObject]) -> None:
         wanted: dict[str, Any] = {"state": state or None, **podgroup_counts(groups)}
-        current = queue.get("status") or {}
+        current = status_of(queue)
         if all(current.get(k, 0 if k != "state" else None) == v for k, v in wanted.items()):
             return
         try:
@@ -277,21 +283,17 @@ _COUNTS: Final = frozenset(podgroup_counts([]))
 def _sans_counts(queue: WireObject) -> WireObject:
     """A Queue without its PodGroup counts and the metadata every write changes."""
     meta = {
-        k: v
-        for k, v in (queue.get("metadata") or {}).items()
-        if k not in ("resourceVersion", "managedFields")
+        k: v for k, v in metadata(queue).items() if k not in ("resourceVersion", "managedFields")
     }
-    status = {k: v for k, v in (queue.get("status") or {}).items() if k not in _COUNTS}
+    status = {k: v for k, v in status_of(queue).items() if k not in _COUNTS}
     return {**queue, "metadata": meta, "status": status}
 
 
 def _view(queue: WireObject) -> QueueView:
-    meta = queue.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
     return QueueView(
-        name=str(meta.get("name") or ""),
-        state=(queue.get("status") or {}).get("state"),
-        closed_by_parent=str(annotations.get(CLOSED_BY_PARENT, "")).lower() == "true",
+        name=name_of(queue),
+        state=status_of(queue).get("state"),
+        closed_by_parent=str(annotations_of(queue).get(CLOSED_BY_PARENT, "")).lower() == "true",
     )
 
 

@@ -22,8 +22,20 @@ from decimal import Decimal
 from typing import Any, Final
 
 from controller.job.decide.podgroup import pod_spec_usage
-from shared import labels, quantity
-from shared.wire import WireObject
+from shared import labels, quantity, wire
+from shared.wire import (
+    WireObject,
+    annotations_of,
+    controller_ref,
+    deletion_timestamp,
+    dig,
+    labels_of,
+    metadata,
+    name_of,
+    spec_of,
+    status_of,
+    uid_of,
+)
 
 PODGROUP_PREFIX: Final = "podgroup-"
 GROUP_NAME_ANNOTATION: Final = labels.POD_GROUP_KEY
@@ -48,57 +60,51 @@ STATEFULSET_REVISION_LABEL: Final = "controller-revision-hash"
 
 def needs_podgroup(pod: Mapping[str, Any], scheduler_names: Iterable[str]) -> bool:
     """A live pod of one of our schedulers that names no group."""
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    if meta.get("deletionTimestamp"):
+    if deletion_timestamp(pod):
         return False
-    if str(spec.get("schedulerName") or "") not in set(scheduler_names):
+    if _scheduler_name(pod) not in set(scheduler_names):
         return False
-    return not (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+    return not annotations_of(pod).get(GROUP_NAME_ANNOTATION)
+
+
+def _scheduler_name(pod: Mapping[str, Any]) -> str:
+    return str(spec_of(pod).get("schedulerName") or "")
 
 
 def in_own_group(pod: Mapping[str, Any], scheduler_names: Iterable[str]) -> bool:
     """The pod needs a group, or is in the one this controller makes for it."""
     if needs_podgroup(pod, scheduler_names):
         return True
-    meta = pod.get("metadata") or {}
-    group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+    group = annotations_of(pod).get(GROUP_NAME_ANNOTATION)
     return (
-        not meta.get("deletionTimestamp")
-        and str((pod.get("spec") or {}).get("schedulerName") or "") in set(scheduler_names)
+        not deletion_timestamp(pod)
+        and _scheduler_name(pod) in set(scheduler_names)
         and group == podgroup_name(pod)
     )
-
-
-def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller") is True:
-            return dict(ref)
-    return None
 
 
 def podgroup_name(pod: Mapping[str, Any]) -> str:
     """`podgroup-<uid>`: the controlling owner's uid, else the pod's own."""
     ref = controller_ref(pod)
-    uid = ref.get("uid") if ref is not None else (pod.get("metadata") or {}).get("uid")
+    uid = ref.get("uid") if ref is not None else metadata(pod).get("uid")
     return f"{PODGROUP_PREFIX}{uid or ''}"
 
 
 def is_workload_group(podgroup: Mapping[str, Any]) -> bool:
     """A PodGroup this controller names (`podgroup-<uid>`), not a Volcano Job's."""
-    return str((podgroup.get("metadata") or {}).get("name") or "").startswith(PODGROUP_PREFIX)
+    return name_of(podgroup).startswith(PODGROUP_PREFIX)
 
 
 def podgroup_name_of_owner(owner: Mapping[str, Any]) -> str:
-    return f"{PODGROUP_PREFIX}{(owner.get('metadata') or {}).get('uid') or ''}"
+    return f"{PODGROUP_PREFIX}{uid_of(owner)}"
 
 
 def owner_references(pod: Mapping[str, Any]) -> list[WireObject]:
     """The pod's own references when one controls it; else the pod, as the controller."""
-    refs = [dict(r) for r in (pod.get("metadata") or {}).get("ownerReferences") or []]
+    refs: list[WireObject] = [dict(r) for r in wire.owner_references(pod)]
     if any(r.get("controller") is True for r in refs):
         return refs
-    meta = pod.get("metadata") or {}
+    meta = metadata(pod)
     return [
         {
             "apiVersion": "v1",
@@ -126,7 +132,7 @@ def min_member(owner_annotations: Mapping[str, str]) -> int:
 def pod_quota_usage(pod: Mapping[str, Any]) -> dict[str, Decimal]:
     """What the pod counts in resource quota: the job controller's rule for its tasks' pods
     (`controller.job.decide.podgroup.pod_spec_usage`)."""
-    return pod_spec_usage(pod.get("spec") or {})
+    return pod_spec_usage(spec_of(pod))
 
 
 def network_topology(pod_annotations: Mapping[str, str]) -> WireObject | None:
@@ -146,10 +152,9 @@ def build_podgroup(
     pod: Mapping[str, Any], owner_annotations: Mapping[str, str], *, inherit: bool = True
 ) -> WireObject:
     """The PodGroup Volcano's controller builds for `pod` (no status: the scheduler writes it)."""
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    pod_annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
-    pod_labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    meta, spec = metadata(pod), spec_of(pod)
+    pod_annotations = {str(k): str(v) for k, v in annotations_of(pod).items()}
+    pod_labels = {str(k): str(v) for k, v in labels_of(pod).items()}
     inherited = owner_annotations if inherit else {}
     members = min_member(inherited)
     usage = pod_quota_usage(pod)
@@ -199,18 +204,16 @@ class PodGroupPlan:
 
 
 def _same(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    old_meta = existing.get("metadata") or {}
-    new_meta = wanted.get("metadata") or {}
     return (
         _spec_of(existing) == _spec_of(wanted)
-        and (old_meta.get("labels") or {}) == (new_meta.get("labels") or {})
-        and (old_meta.get("annotations") or {}) == (new_meta.get("annotations") or {})
+        and labels_of(existing) == labels_of(wanted)
+        and annotations_of(existing) == annotations_of(wanted)
     )
 
 
 def _spec_of(group: Mapping[str, Any]) -> WireObject:
     """The spec as the controller writes it (the CRD's defaults — queue `default` — aside)."""
-    spec = dict(group.get("spec") or {})
+    spec = dict(spec_of(group))
     if spec.get("queue") == labels.DEFAULT_QUEUE and "queue" in spec:
         spec.pop("queue")
     resources = spec.get("minResources") or {}
@@ -233,19 +236,19 @@ def plan_for_pod(
     also brings an existing one in line (`sync_existing` True)."""
     wanted = build_podgroup(pod, owner_annotations, inherit=inherit)
     name = str(wanted["metadata"]["name"])
-    annotate = not ((pod.get("metadata") or {}).get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+    annotate = not annotations_of(pod).get(GROUP_NAME_ANNOTATION)
     if existing is None:
         return PodGroupPlan(name, create=wanted, annotate_pod=annotate)
     if not sync_existing or _same(existing, wanted):
         return PodGroupPlan(name, annotate_pod=annotate)
     updated = dict(existing)
-    meta = dict(existing.get("metadata") or {})
+    meta = dict(metadata(existing))
     meta["labels"] = wanted["metadata"]["labels"]
     meta["annotations"] = wanted["metadata"]["annotations"]
     updated["metadata"] = meta
     spec = dict(wanted["spec"])
     # The queue the webhook or the CRD defaulted stays when the pod names none.
-    if "queue" not in spec and (existing.get("spec") or {}).get("queue"):
+    if "queue" not in spec and spec_of(existing).get("queue"):
         spec["queue"] = existing["spec"]["queue"]
     updated["spec"] = spec
     return PodGroupPlan(name, update=updated, annotate_pod=annotate)
@@ -270,25 +273,24 @@ def plan_for_owner(
     """A ReplicaSet or StatefulSet added or changed. Scaled to zero: its PodGroup goes. Else the
     first pod its selector's `matchLabels` pick in its namespace (for a StatefulSet, of its
     update revision) that needs a group is the one to sync the PodGroup from."""
-    meta = owner.get("metadata") or {}
-    spec = owner.get("spec") or {}
+    spec = spec_of(owner)
     replicas = spec.get("replicas")
     if replicas is not None and int(replicas) == 0:
         return OwnerPlan(delete=podgroup_name_of_owner(owner))
-    selector = {
-        str(k): str(v) for k, v in ((spec.get("selector") or {}).get("matchLabels") or {}).items()
-    }
+    match_labels = dig(spec, "selector", "matchLabels")
+    selector = (
+        {str(k): str(v) for k, v in match_labels.items()}
+        if isinstance(match_labels, Mapping)
+        else {}
+    )
     if owner.get("kind") == "StatefulSet":
-        selector[STATEFULSET_REVISION_LABEL] = str(
-            (owner.get("status") or {}).get("updateRevision") or ""
-        )
-    namespace = meta.get("namespace")
+        selector[STATEFULSET_REVISION_LABEL] = str(status_of(owner).get("updateRevision") or "")
+    namespace = metadata(owner).get("namespace")
     names = list(scheduler_names)
-    for pod in sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name"))):
-        pod_meta = pod.get("metadata") or {}
-        if pod_meta.get("namespace") != namespace:
+    for pod in sorted(pods, key=lambda p: str(metadata(p).get("name"))):
+        if metadata(pod).get("namespace") != namespace:
             continue
-        if not _matches(selector, pod_meta.get("labels") or {}):
+        if not _matches(selector, labels_of(pod)):
             continue
         # Only the first pod counts: one in a group of its own making (a LeaderWorkerSet's) or of
         # another scheduler ends it; one in the group made here is synced again.

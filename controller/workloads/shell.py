@@ -25,7 +25,13 @@ from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
 from shared import labels
-from shared.wire import WireObject
+from shared.wire import (
+    WireObject,
+    annotations_of,
+    deletion_timestamp,
+    namespace_of,
+    owner_references,
+)
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +117,7 @@ class PodGroupController(KeyWorkers):
             return None
         owners = self.replicasets if kind == "ReplicaSet" else self.statefulsets
         owner = owners.get(rest)
-        if owner is None or (owner.get("metadata") or {}).get("deletionTimestamp"):
+        if owner is None or deletion_timestamp(owner):
             return None
         plan = plan_for_owner(owner, self.pods.items(), self.scheduler_names)
         if plan.delete is not None:
@@ -170,15 +176,13 @@ class PodGroupController(KeyWorkers):
         """The annotations of the pod's owners (the first owner's value wins), as Volcano reads
         them (ReplicaSets, StatefulSets, DaemonSets and batch Jobs)."""
         out: dict[str, str] = {}
-        meta = pod.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
-        for ref in meta.get("ownerReferences") or []:
+        namespace = namespace_of(pod)
+        for ref in owner_references(pod):
             kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
             if kind not in ANNOTATED_OWNER_KINDS or ref.get("apiVersion") != _OWNER_API[kind]:
                 continue
             owner = self._owners[kind].get(f"{namespace}/{name}")
-            annotations = ((owner or {}).get("metadata") or {}).get("annotations") or {}
-            for key, value in annotations.items():
+            for key, value in annotations_of(owner).items():
                 out.setdefault(str(key), str(value))
         return out
 

@@ -10,6 +10,7 @@ from typing import Any
 from kubeio.client import Resource as KubeResource
 from kubeio.informer import Reflector, WatchSpec
 from localcluster.simulator.client import KubeClient, Resource
+from shared.wire import metadata
 
 log = logging.getLogger(__name__)
 
@@ -18,15 +19,15 @@ MISSING_RECHECK_SECONDS = 1.0
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace") or ""
-    return f"{namespace}/{metadata.get('name', '')}" if namespace else str(metadata.get("name"))
+    meta = metadata(obj)
+    namespace = meta.get("namespace") or ""
+    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name"))
 
 
 def resource_version(obj: Mapping[str, Any]) -> int:
     """The object's resourceVersion as a number (this API server's are; others count as 0)."""
     try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+        return int(metadata(obj).get("resourceVersion") or 0)
     except ValueError:
         return 0
 

@@ -27,6 +27,15 @@ from localcluster.simulator import podnet, work
 from shared import quantity
 from shared.duration import parse_duration
 from shared.labels import SIM_EXIT_CODE_KEY, SIM_FAIL_AFTER_KEY, SIM_RUNTIME_KEY
+from shared.wire import (
+    annotations_of,
+    container_statuses,
+    deletion_timestamp,
+    metadata,
+    owner_references,
+    spec_of,
+    status_of,
+)
 
 START_DELAY = timedelta(seconds=0.5)
 MAX_TERMINATION_GRACE = timedelta(seconds=0.5)
@@ -61,12 +70,11 @@ class Script:
 
 def runs_until_deleted(pod: Mapping[str, Any]) -> bool:
     """A workload controller's pod without a script annotation: a server that never exits."""
-    metadata = pod.get("metadata") or {}
-    annotations = metadata.get("annotations") or {}
+    annotations = annotations_of(pod)
     if any(key in annotations for key in SCRIPT_KEYS):
         return False
-    for ref in metadata.get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
+    for ref in owner_references(pod):
+        if ref.get("controller") is True:
             group = str(ref.get("apiVersion", "")).rpartition("/")[0]
             return group == "apps" and ref.get("kind") in LONG_RUNNING_OWNERS
     return False
@@ -77,7 +85,7 @@ def script_for_pod(pod: Mapping[str, Any], default_runtime: timedelta) -> tuple[
     `pod_script` of its annotations."""
     if runs_until_deleted(pod):
         return Script(None, 0), []
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(pod)
     spec, problems = work.work_spec(annotations)
     if spec is not None:
         return Script(None, 0), problems  # runs until work.tick says its task's work is done
@@ -183,7 +191,7 @@ def image_repository(image: str) -> str:
 
 
 def _containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list((pod.get("spec") or {}).get("containers") or [])
+    return list(spec_of(pod).get("containers") or [])
 
 
 def _condition(kind: str, status: bool, at: str, reason: str = "") -> dict[str, Any]:
@@ -206,7 +214,7 @@ def qos_class(pod: Mapping[str, Any]) -> str:
     """The pod's QoS class as a kubelet reports it (Kubernetes' `GetPodQOS`): the class
     kube-apiserver set in the pod's status when it admitted the pod, else computed as it is
     there. A status report with another class is refused (`status.qosClass` is immutable)."""
-    stored = (pod.get("status") or {}).get("qosClass")
+    stored = status_of(pod).get("qosClass")
     if stored:
         return str(stored)
     return compute_qos_class(pod)
@@ -254,8 +262,8 @@ def _qos_amounts(raw: Any) -> dict[str, Decimal]:
 
 
 def _uid(pod: Mapping[str, Any]) -> str:
-    metadata = pod.get("metadata") or {}
-    return str(metadata.get("uid") or f"{metadata.get('namespace')}/{metadata.get('name')}")
+    meta = metadata(pod)
+    return str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
 
 
 def _running_state(
@@ -316,7 +324,7 @@ def start_status(
         "qosClass": qos_class(pod),
         "containerStatuses": [_running_state(pod, c, at, restarts) for c in _containers(pod)],
     }
-    init_containers = (pod.get("spec") or {}).get("initContainers") or []
+    init_containers = spec_of(pod).get("initContainers") or []
     if init_containers:
         status["initContainerStatuses"] = [
             {
@@ -338,7 +346,7 @@ def start_status(
 
 
 def _statuses_by_name(pod: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    statuses = container_statuses(pod)
     return {str(s.get("name")): s for s in statuses}
 
 
@@ -354,7 +362,7 @@ def _not_ready(conditions: Sequence[Mapping[str, Any]], at: str, reason: str) ->
 
 def finish_status(pod: Mapping[str, Any], exit_code: int, now: datetime) -> dict[str, Any]:
     at = timestamp(now)
-    status = dict(pod.get("status") or {})
+    status = dict(status_of(pod))
     previous = _statuses_by_name(pod)
     containers = []
     for container in _containers(pod):
@@ -375,7 +383,7 @@ def finish_status(pod: Mapping[str, Any], exit_code: int, now: datetime) -> dict
 
 def restart_status(pod: Mapping[str, Any], exit_code: int, now: datetime) -> dict[str, Any]:
     at = timestamp(now)
-    status = dict(pod.get("status") or {})
+    status = dict(status_of(pod))
     previous = _statuses_by_name(pod)
     containers = []
     for container in _containers(pod):
@@ -392,7 +400,7 @@ def restart_status(pod: Mapping[str, Any], exit_code: int, now: datetime) -> dic
 
 def kill_status(pod: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     at = timestamp(now)
-    status = dict(pod.get("status") or {})
+    status = dict(status_of(pod))
     previous = _statuses_by_name(pod)
     containers = []
     for container in _containers(pod):
@@ -418,11 +426,9 @@ def _all_terminated(pod: Mapping[str, Any]) -> bool:
 
 
 def _grace(pod: Mapping[str, Any]) -> timedelta:
-    seconds = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds")
+    seconds = metadata(pod).get("deletionGracePeriodSeconds")
     if seconds is None:
-        seconds = (pod.get("spec") or {}).get(
-            "terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS
-        )
+        seconds = spec_of(pod).get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
     return timedelta(seconds=max(int(seconds or 0), 0))
 
 
@@ -434,11 +440,10 @@ def next_step(
     now: datetime,
 ) -> Step | None:
     """What the kubelet does to `pod` now, if anything."""
-    metadata = pod.get("metadata") or {}
-    phase = (pod.get("status") or {}).get("phase") or "Pending"
-    started = phase == "Running" or bool((pod.get("status") or {}).get("startTime"))
+    phase = status_of(pod).get("phase") or "Pending"
+    started = phase == "Running" or bool(status_of(pod).get("startTime"))
 
-    if metadata.get("deletionTimestamp"):
+    if deletion_timestamp(pod):
         if started and phase not in ("Succeeded", "Failed") and not _all_terminated(pod):
             return Step(Action.KILL, kill_status(pod, now))
         since = times.terminating_seen or now
@@ -454,7 +459,7 @@ def next_step(
         return None
     if script.lifetime is None or times.started is None or now - times.started < script.lifetime:
         return None
-    policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    policy = spec_of(pod).get("restartPolicy") or "Always"
     if policy == "Always" or (policy == "OnFailure" and script.exit_code != 0):
         return Step(Action.RESTART, restart_status(pod, script.exit_code, now))
     return Step(Action.FINISH, finish_status(pod, script.exit_code, now))
@@ -462,9 +467,9 @@ def next_step(
 
 def container_started_at(pod: Mapping[str, Any]) -> datetime | None:
     """When the pod's containers last started, as the pod's status records it (second precision)."""
-    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+    for status in container_statuses(pod):
         running = (status.get("state") or {}).get("running") or {}
         moment = parse_timestamp(running.get("startedAt"))
         if moment is not None:
             return moment
-    return parse_timestamp((pod.get("status") or {}).get("startTime"))
+    return parse_timestamp(status_of(pod).get("startTime"))

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from localcluster import kubebin
 from localcluster.simulator.kubelet import timestamp
+from shared.wire import annotations_of, metadata, status_of
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 MAX_PODS: Final = 110
@@ -155,14 +156,12 @@ def build_nodes(
 
 def managed(node: Mapping[str, Any]) -> bool:
     """Whether the node agent is this node's kubelet."""
-    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(node)
     return annotations.get(AGENT_ANNOTATION) == "true"
 
 
 def host_ip(node: Mapping[str, Any] | None) -> str:
-    addresses: Sequence[Mapping[str, Any]] = ((node or {}).get("status") or {}).get(
-        "addresses"
-    ) or []
+    addresses: Sequence[Mapping[str, Any]] = status_of(node).get("addresses") or []
     for address in addresses:
         if address.get("type") == "InternalIP":
             return str(address.get("address"))
@@ -171,7 +170,7 @@ def host_ip(node: Mapping[str, Any] | None) -> str:
 
 def heartbeat_conditions(node: Mapping[str, Any], now: datetime) -> list[dict[str, Any]]:
     """The node's conditions with fresh heartbeats, keeping each transition time."""
-    current = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
+    current = {c.get("type"): c for c in status_of(node).get("conditions") or []}
     fresh = ready_conditions(now)
     for condition in fresh:
         previous = current.get(condition["type"])
@@ -188,7 +187,7 @@ def status_update(
     """The merge patch of `nodes/status` a kubelet's status report amounts to: conditions with
     fresh heartbeats (a condition the node lifecycle controller turned Unknown transitions back
     now), addresses, the kubelet endpoint and versions."""
-    name = str((node.get("metadata") or {}).get("name", ""))
+    name = str(metadata(node).get("name", ""))
     return {
         "status": {
             "conditions": heartbeat_conditions(node, now),
@@ -202,8 +201,8 @@ def status_update(
 def build_lease(node: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     """The node's Lease as kubelet creates it: named after the node, owned by it (so it goes when
     the Node goes), held by it."""
-    metadata = node.get("metadata") or {}
-    name = str(metadata.get("name", ""))
+    meta = metadata(node)
+    name = str(meta.get("name", ""))
     lease: dict[str, Any] = {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
@@ -214,9 +213,9 @@ def build_lease(node: Mapping[str, Any], now: datetime) -> dict[str, Any]:
             "renewTime": micro_time(now),
         },
     }
-    if metadata.get("uid"):
+    if meta.get("uid"):
         lease["metadata"]["ownerReferences"] = [
-            {"apiVersion": "v1", "kind": "Node", "name": name, "uid": str(metadata["uid"])}
+            {"apiVersion": "v1", "kind": "Node", "name": name, "uid": str(meta["uid"])}
         ]
     return lease
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from shared import quantity
+from shared.wire import metadata, spec_of, status_of
 
 # (namespace, name) → the object's data (Secret values already decoded), or None if absent.
 DataLookup = Callable[[str, str], Mapping[str, str] | None]
@@ -64,16 +65,15 @@ _FIELD = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
 
 
 def field_value(pod: Mapping[str, Any], path: str) -> str:
-    metadata = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
+    meta: Mapping[str, Any] = metadata(pod)
+    spec, status = spec_of(pod), status_of(pod)
     keyed = _FIELD.match(path)
     if keyed:
-        return str((metadata.get(keyed.group(1)) or {}).get(keyed.group(2), ""))
+        return str((meta.get(keyed.group(1)) or {}).get(keyed.group(2), ""))
     simple: dict[str, Any] = {
-        "metadata.name": metadata.get("name"),
-        "metadata.namespace": metadata.get("namespace"),
-        "metadata.uid": metadata.get("uid"),
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
         "spec.nodeName": spec.get("nodeName"),
         "spec.serviceAccountName": spec.get("serviceAccountName") or "default",
         "status.hostIP": status.get("hostIP"),
@@ -82,7 +82,7 @@ def field_value(pod: Mapping[str, Any], path: str) -> str:
         "status.podIPs": ",".join(i.get("ip", "") for i in status.get("podIPs") or []),
     }
     if path in ("metadata.labels", "metadata.annotations"):
-        values = metadata.get(path.split(".")[1]) or {}
+        values = meta.get(path.split(".")[1]) or {}
         return "\n".join(f'{k}="{v}"' for k, v in sorted(values.items()))
     if path not in simple:
         raise ContainerConfigError(f'unsupported fieldRef fieldPath "{path}"')
@@ -140,7 +140,7 @@ def container_environment(
     allocatable: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of `container`; raises ContainerConfigError when it cannot be built."""
-    namespace = str((pod.get("metadata") or {}).get("namespace", "default"))
+    namespace = str(metadata(pod).get("namespace", "default"))
     env: dict[str, str] = dict(base)
     for source in container.get("envFrom") or []:
         prefix = str(source.get("prefix") or "")

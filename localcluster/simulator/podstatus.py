@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localcluster.simulator.kubelet import image_repository, qos_class
+from shared.wire import spec_of
 
 BACKOFF_INITIAL = 10.0
 BACKOFF_MAX = 300.0
@@ -92,7 +93,7 @@ def pod_status(
     previous: Mapping[str, Any],
     at: str,
 ) -> dict[str, Any]:
-    policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+    policy = str(spec_of(pod).get("restartPolicy") or "Always")
     phase = pod_phase(policy, views, initialized)
     ready = bool(views) and all(v.ready for v in views) and phase == "Running"
     finished = phase in ("Succeeded", "Failed")

@@ -36,6 +36,7 @@ from localcluster.simulator.client import (
 from localcluster.simulator.informer import Informer, object_key
 from localcluster.simulator.runtime import ProcessRuntime
 from shared.labels import QUEUE_ALLOCATION_GATE_KEY
+from shared.wire import deletion_timestamp, metadata, spec_of, status_of
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +244,7 @@ class Simulator:
             assumed = self._assumed_bindings.get(key)
             if assumed is not None:
                 node, uid, since = assumed
-                uid_now = str((pod.get("metadata") or {}).get("uid", ""))
+                uid_now = str(metadata(pod).get("uid", ""))
                 if view.node_name or uid_now != uid or now - since > ASSUME_TIMEOUT:
                     del self._assumed_bindings[key]
                 else:
@@ -354,7 +355,7 @@ class Simulator:
             "kind": "PodGroup",
             "namespace": event.namespace,
             "name": event.name,
-            "uid": str((podgroup.get("metadata") or {}).get("uid", "")),
+            "uid": str(metadata(podgroup).get("uid", "")),
         }
         self._post_event(
             build_event(involved, event.reason, event.message, self._scheduler_name, self._now())
@@ -401,7 +402,7 @@ class Simulator:
         server sets spec.nodeName and PodScheduled; nothing else may)."""
         key = f"{binding.namespace}/{binding.pod}"
         pod = self.pods.get(key) or {}
-        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        uid = str(metadata(pod).get("uid", ""))
         self._assumed_bindings[key] = (binding.node, uid, self._now())
         body = {
             "apiVersion": "v1",
@@ -425,7 +426,7 @@ class Simulator:
             "pod bound",
             extra={"namespace": binding.namespace, "pod": binding.pod, "node": binding.node},
         )
-        scheduler = str((pod.get("spec") or {}).get("schedulerName") or self._scheduler_name)
+        scheduler = str(spec_of(pod).get("schedulerName") or self._scheduler_name)
         self._post_event(scheduled_event(binding, uid, scheduler, self._now()))
 
     # -- kubelet ----------------------------------------------------------------------------
@@ -440,11 +441,11 @@ class Simulator:
                 log.exception("kubelet round crashed")
 
     def _pod_times(self, pod: Mapping[str, Any], now: datetime) -> kubelet.PodTimes:
-        uid = str((pod.get("metadata") or {}).get("uid") or object_key(pod))
+        uid = str(metadata(pod).get("uid") or object_key(pod))
         times = self._times.get(uid) or kubelet.PodTimes(bound_seen=now)
-        if times.started is None and (pod.get("status") or {}).get("startTime"):
+        if times.started is None and status_of(pod).get("startTime"):
             times = replace(times, started=kubelet.container_started_at(pod) or now)
-        if times.terminating_seen is None and (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if times.terminating_seen is None and deletion_timestamp(pod):
             times = replace(times, terminating_seen=now)
         self._times[uid] = times
         return times
@@ -458,15 +459,12 @@ class Simulator:
         }
         seen: set[str] = set()
         pods = [
-            p
-            for p in self.pods.snapshot()
-            if str((p.get("spec") or {}).get("nodeName") or "") in node_cache
+            p for p in self.pods.snapshot() if str(spec_of(p).get("nodeName") or "") in node_cache
         ]
         self._work, work_done = work.tick(self._work, pods, now)
         for pod in pods:
-            metadata = pod.get("metadata") or {}
             node = node_cache[str(pod["spec"]["nodeName"])]
-            uid = str(metadata.get("uid") or object_key(pod))
+            uid = str(metadata(pod).get("uid") or object_key(pod))
             seen.add(uid)
             times = self._pod_times(pod, now)
             script = self._script(pod, uid)
@@ -502,14 +500,14 @@ class Simulator:
     def _carry_out(
         self, pod: Mapping[str, Any], uid: str, step: kubelet.Step, now: datetime
     ) -> None:
-        metadata = pod.get("metadata") or {}
-        namespace, name = str(metadata.get("namespace")), str(metadata.get("name"))
+        meta = metadata(pod)
+        namespace, name = str(meta.get("namespace")), str(meta.get("name"))
         try:
             if step.action is kubelet.Action.DELETE:
                 # As kubelet's status manager: once the containers are stopped, delete at once,
                 # but only this pod (a pod re-created under the same name is not touched).
                 self._client.delete(
-                    PODS, name, namespace, grace_period_seconds=0, uid=str(metadata.get("uid", ""))
+                    PODS, name, namespace, grace_period_seconds=0, uid=str(meta.get("uid", ""))
                 )
                 log.info("pod deleted", extra={"namespace": namespace, "pod": name})
                 return

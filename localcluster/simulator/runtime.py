@@ -43,6 +43,7 @@ from localcluster.simulator.images import (
 from localcluster.simulator.kubelet import timestamp
 from localcluster.simulator.kubeletpods import ContainerEntry, PodEntry
 from localcluster.simulator.sandbox import Forwarder, Sandbox, dies_with_node
+from shared.wire import deletion_timestamp, spec_of
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,7 @@ class PodWorker:
         try:
             self._setup()
             while not self.gone.is_set() and not self.runtime.stop.is_set():
-                if (self.pod.get("metadata") or {}).get("deletionTimestamp"):
+                if deletion_timestamp(self.pod):
                     if self._terminate():
                         break
                 else:
@@ -255,7 +256,7 @@ class PodWorker:
         now = time.monotonic()
         if cached is not None and now < cached[2]:
             return cached[0]
-        account = str((self.pod.get("spec") or {}).get("serviceAccountName") or "default")
+        account = str(spec_of(self.pod).get("serviceAccountName") or "default")
         spec: dict[str, Any] = {
             "expirationSeconds": seconds,
             "boundObjectRef": {
@@ -378,7 +379,7 @@ class PodWorker:
                 "exit_code": code,
             },
         )
-        policy = str((self.pod.get("spec") or {}).get("restartPolicy") or "Always")
+        policy = str(spec_of(self.pod).get("restartPolicy") or "Always")
         if run.init:
             policy = "Never" if policy == "Never" else "OnFailure"
         if podstatus.should_restart(policy, code):
@@ -496,9 +497,7 @@ class PodWorker:
         metadata = self.pod.get("metadata") or {}
         seconds = metadata.get("deletionGracePeriodSeconds")
         if seconds is None:
-            seconds = (self.pod.get("spec") or {}).get(
-                "terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS
-            )
+            seconds = spec_of(self.pod).get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
         return float(max(int(seconds or 0), 0))
 
     def _signal(self, run: ContainerRun, signum: int) -> None:
@@ -565,7 +564,7 @@ class PodWorker:
             namespace=self.namespace,
             name=self.pod_name,
             uid=self.uid,
-            node_name=str((self.pod.get("spec") or {}).get("nodeName") or ""),
+            node_name=str(spec_of(self.pod).get("nodeName") or ""),
             runs_for_real=True,
             folder=self.dir,
             containers=containers,
@@ -682,7 +681,7 @@ class ProcessRuntime:
                 for w in self._workers.values()
                 if w.namespace == namespace and w.pod_name == name and not w.gone.is_set()
             ]
-        workers.sort(key=lambda w: bool((w.pod.get("metadata") or {}).get("deletionTimestamp")))
+        workers.sort(key=lambda w: bool(deletion_timestamp(w.pod)))
         return workers[0].entry() if workers else None
 
     # -- lookups ------------------------------------------------------------------------------

@@ -68,6 +68,18 @@ from localcluster.simulator.resources import (
     subtract,
 )
 from shared.labels import POD_GROUP_KEY, QUEUE_ALLOCATION_GATE_KEY
+from shared.wire import (
+    annotations_of,
+    creation_timestamp,
+    deletion_timestamp,
+    labels_of,
+    metadata,
+    podgroup_spec,
+    podgroup_status,
+    spec_of,
+    status_of,
+    uid_of,
+)
 
 GANG_SCHEDULER = "volcano"
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
@@ -284,12 +296,10 @@ def node_view(node: Mapping[str, Any]) -> NodeView:
     """The node as the scheduler sees it. Readiness is not read: the node lifecycle controller
     taints a node that is not Ready (`node.kubernetes.io/not-ready`, `…/unreachable`), and the
     taints keep pods away, as for kube-scheduler and Volcano."""
-    metadata = node.get("metadata") or {}
-    spec = node.get("spec") or {}
-    status = node.get("status") or {}
+    spec, status = spec_of(node), status_of(node)
     return NodeView(
-        name=str(metadata.get("name", "")),
-        labels={str(k): str(v) for k, v in (metadata.get("labels") or {}).items()},
+        name=str(metadata(node).get("name", "")),
+        labels={str(k): str(v) for k, v in labels_of(node).items()},
         taints=read_taints(spec),
         unschedulable=bool(spec.get("unschedulable", False)),
         allocatable=parse_resources(status.get("allocatable") or status.get("capacity")),
@@ -307,10 +317,8 @@ def _condition_view(raw: Mapping[str, Any]) -> Condition:
 
 
 def pod_view(pod: Mapping[str, Any]) -> PodView:
-    metadata = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    annotations = metadata.get("annotations") or {}
+    meta, spec, status = metadata(pod), spec_of(pod), status_of(pod)
+    annotations = annotations_of(pod)
     scheduled = next(
         (
             _condition_view(c)
@@ -320,9 +328,9 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         None,
     )
     return PodView(
-        namespace=str(metadata.get("namespace", "")),
-        name=str(metadata.get("name", "")),
-        uid=str(metadata.get("uid") or ""),
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=uid_of(pod),
         requests=pod_requests(spec),
         node_selector=read_node_selector(spec),
         required_terms=read_required_terms(spec),
@@ -332,29 +340,27 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         phase=str(status.get("phase") or PENDING),
         scheduler_name=str(spec.get("schedulerName") or ""),
         group=str(annotations.get(POD_GROUP_KEY) or ""),
-        terminating=bool(metadata.get("deletionTimestamp")),
+        terminating=deletion_timestamp(pod) is not None,
         gated=bool(spec.get("schedulingGates")),
         queue_gated=spec.get("schedulingGates") == [{"name": QUEUE_ALLOCATION_GATE_KEY}]
         and annotations.get(QUEUE_ALLOCATION_GATE_KEY) == "true",
-        created=str(metadata.get("creationTimestamp") or ""),
+        created=creation_timestamp(pod) or "",
         scheduled=scheduled,
     )
 
 
 def podgroup_view(podgroup: Mapping[str, Any]) -> PodGroupView:
-    metadata = podgroup.get("metadata") or {}
-    spec = podgroup.get("spec") or {}
-    status = podgroup.get("status") or {}
+    meta, spec, status = metadata(podgroup), podgroup_spec(podgroup), podgroup_status(podgroup)
     return PodGroupView(
-        namespace=str(metadata.get("namespace", "")),
-        name=str(metadata.get("name", "")),
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
         min_member=int(spec.get("minMember") or 0),
         min_resources=parse_resources(spec.get("minResources")),
         phase=str(status.get("phase") or ""),
         running=int(status.get("running") or 0),
         succeeded=int(status.get("succeeded") or 0),
         failed=int(status.get("failed") or 0),
-        created=str(metadata.get("creationTimestamp") or ""),
+        created=creation_timestamp(podgroup) or "",
         queue=str(spec.get("queue") or "default"),
         conditions=tuple(
             _condition_view(c) for c in status.get("conditions") or [] if isinstance(c, Mapping)
@@ -363,10 +369,9 @@ def podgroup_view(podgroup: Mapping[str, Any]) -> PodGroupView:
 
 
 def queue_view(queue: Mapping[str, Any]) -> QueueView:
-    spec = queue.get("spec") or {}
-    status = queue.get("status") or {}
+    spec, status = spec_of(queue), status_of(queue)
     return QueueView(
-        name=str((queue.get("metadata") or {}).get("name", "")),
+        name=str(metadata(queue).get("name", "")),
         state=str(status.get("state") or ""),
         capability=parse_resources(spec.get("capability")),
         deserved=parse_resources(spec.get("deserved")),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from localcluster.simulator.podenv import ContainerConfigError, field_value, resource_value
+from shared.wire import metadata, spec_of
 
 # (namespace, name) → the object, or None when it does not exist.
 ObjectLookup = Callable[[str, str], Mapping[str, Any] | None]
@@ -59,7 +60,7 @@ def config_map_bytes(config_map: Mapping[str, Any]) -> dict[str, bytes]:
 
 def _downward(pod: Mapping[str, Any], items: list[Mapping[str, Any]]) -> dict[str, bytes]:
     files = {}
-    containers = {str(c.get("name")): c for c in (pod.get("spec") or {}).get("containers") or []}
+    containers = {str(c.get("name")): c for c in spec_of(pod).get("containers") or []}
     for item in items:
         path = str(item.get("path", ""))
         if "fieldRef" in item:
@@ -79,7 +80,7 @@ def volume_files(
     token: TokenSource,
 ) -> dict[str, bytes] | None:
     """The files of a volume; None for an emptyDir (a plain directory the pod owns)."""
-    namespace = str((pod.get("metadata") or {}).get("namespace", "default"))
+    namespace = str(metadata(pod).get("namespace", "default"))
     name = str(volume.get("name", ""))
     try:
         if "emptyDir" in volume:

@@ -26,6 +26,7 @@ from typing import Any, Final, NewType
 
 from shared.duration import parse_duration
 from shared.labels import JOB_NAME_KEY, TASK_SPEC_KEY
+from shared.wire import deletion_timestamp
 
 SIM_WORK_KEY: Final = "sim.vcjob.io/work"
 SIM_SPEEDUP_ALPHA_KEY: Final = "sim.vcjob.io/speedup-alpha"
@@ -142,9 +143,7 @@ def task_key(pod: Mapping[str, Any]) -> TaskKey | None:
 
 def _is_running(pod: Mapping[str, Any]) -> bool:
     status = pod.get("status") or {}
-    return status.get("phase") == "Running" and not (pod.get("metadata") or {}).get(
-        "deletionTimestamp"
-    )
+    return status.get("phase") == "Running" and not deletion_timestamp(pod)
 
 
 def tick(

@@ -14,6 +14,20 @@ from pydantic import ValidationError
 from controller.elastic.decide.resources import Resources, parse_amounts, pod_spec_amounts
 from shared import gang, labels
 from shared.models import Job
+from shared.wire import (
+    annotations_of,
+    conditions_of,
+    creation_timestamp,
+    deletion_timestamp,
+    job_state,
+    labels_of,
+    metadata,
+    name_of,
+    namespace_of,
+    pod_phase,
+    spec_of,
+    status_of,
+)
 
 FINISHED_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
@@ -132,23 +146,22 @@ def resized_at_annotation(previous: Mapping[str, datetime], task: str, at: datet
 
 def job_phase(job: Mapping[str, Any]) -> str | None:
     """`status.state.phase` of a Job dict, None before the controller has set one."""
-    state = (job.get("status") or {}).get("state") or {}
-    phase = state.get("phase") if isinstance(state, Mapping) else None
+    phase = job_state(job).get("phase")
     return str(phase) if phase else None
 
 
 def job_view_from_wire(job: Mapping[str, Any]) -> ElasticJobView:
     """The view of a batch.volcano.sh Job dict; raises ValueError naming the job when malformed."""
-    metadata = job.get("metadata") or {}
-    key = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+    meta = metadata(job)
+    key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
     try:
         model = Job.from_wire(job)
     except ValidationError as exc:
         raise ValueError(f"job {key} cannot be read: {exc}") from exc
-    resized = resized_at_from_annotations(metadata.get("annotations") or {})
+    resized = resized_at_from_annotations(annotations_of(job))
     tasks = []
     for index, task in enumerate(model.spec.tasks):
-        pod_spec = (task.template or {}).get("spec") or {}
+        pod_spec = spec_of(task.template)
         name = task.name or f"{labels.DEFAULT_TASK_PREFIX}{index}"
         partition = task.partition_policy
         tasks.append(
@@ -172,29 +185,24 @@ def job_view_from_wire(job: Mapping[str, Any]) -> ElasticJobView:
         phase=phase,
         tasks=tuple(tasks),
         min_available=model.spec.min_available,
-        created=str(metadata.get("creationTimestamp") or ""),
+        created=creation_timestamp(job) or "",
     )
 
 
 def node_view_from_wire(node: Mapping[str, Any]) -> NodeView:
-    metadata = node.get("metadata") or {}
-    status = node.get("status") or {}
-    conditions = status.get("conditions") or []
+    status = status_of(node)
     ready = all(
-        c.get("status") == "True" for c in conditions if c.get("type") == "Ready"
+        c.get("status") == "True" for c in conditions_of(node) if c.get("type") == "Ready"
     )  # a node that reports no Ready condition yet is taken at its word
     return NodeView(
-        name=str(metadata.get("name") or ""),
+        name=name_of(node),
         allocatable=parse_amounts(status.get("allocatable") or status.get("capacity")),
-        schedulable=ready and not (node.get("spec") or {}).get("unschedulable", False),
+        schedulable=ready and not spec_of(node).get("unschedulable", False),
     )
 
 
 def pod_view_from_wire(pod: Mapping[str, Any]) -> PodView:
-    metadata = pod.get("metadata") or {}
-    pod_labels = metadata.get("labels") or {}
-    annotations = metadata.get("annotations") or {}
-    spec = pod.get("spec") or {}
+    pod_labels, annotations, spec = labels_of(pod), annotations_of(pod), spec_of(pod)
 
     def tag(key: str) -> str:
         return str(pod_labels.get(key) or annotations.get(key) or "")
@@ -203,15 +211,15 @@ def pod_view_from_wire(pod: Mapping[str, Any]) -> PodView:
         index: int | None = int(tag(labels.TASK_INDEX_KEY))
     except ValueError:
         index = None
-    namespace = str(metadata.get("namespace") or "")
+    namespace = namespace_of(pod)
     return PodView(
         namespace=namespace,
-        name=str(metadata.get("name") or ""),
-        phase=str((pod.get("status") or {}).get("phase") or "Pending"),
+        name=name_of(pod),
+        phase=pod_phase(pod),
         requests=pod_spec_amounts(spec, "requests"),
         limits=pod_spec_amounts(spec, "limits"),
         job=tag(labels.JOB_NAME_KEY),
         task=tag(labels.TASK_SPEC_KEY),
         index=index,
-        terminating=bool(metadata.get("deletionTimestamp")),
+        terminating=deletion_timestamp(pod) is not None,
     )

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from shared.models import JobPhase
+from shared.wire import spec_of
 
 
 def wakes_autoscaler(previous_phase: str | None, phase: str | None, any_elastic: bool) -> bool:
@@ -19,7 +20,7 @@ def wakes_autoscaler(previous_phase: str | None, phase: str | None, any_elastic:
 def has_elastic_task(job: Mapping[str, Any]) -> bool:
     """Whether a Job dict has a task the autoscaler may resize (`minReplicas < maxReplicas`);
     a malformed task counts as not elastic (the round itself reports malformed jobs)."""
-    tasks = (job.get("spec") or {}).get("tasks")
+    tasks = spec_of(job).get("tasks")
     if not isinstance(tasks, list):
         return False
     for task in tasks:

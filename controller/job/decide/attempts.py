@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from controller.job.decide import podview
+from shared.wire import pod_status
 
 MAX_ATTEMPTS: Final = 10
 MAX_FAILED_PODS: Final = 20
@@ -41,7 +42,7 @@ def failed_pods(pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         code = podview.failed_exit_code(pod)
         if code is not None:
             entry["exitCode"] = code
-        reason = (pod.get("status") or {}).get("reason")
+        reason = pod_status(pod).get("reason")
         if reason:
             entry["reason"] = str(reason)
         out.append(entry)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controller.job.decide import nativegang, podview
+from shared.wire import conditions_of, container_statuses, status_of, status_phase, waiting_state
 
 MISSING_PVC: Final = "MissingPVC"
 QUEUE_MISSING: Final = "QueueMissing"
@@ -43,7 +44,7 @@ def queue_verdict_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any] 
 
 
 def _queue_state(queue: Mapping[str, Any] | None) -> str | None:
-    state = ((queue or {}).get("status") or {}).get("state")
+    state = status_of(queue).get("state")
     return str(state) if state is not None else None
 
 
@@ -67,14 +68,13 @@ def blocked_reason(
         )
     pods = list(pods)
     for pod in sorted(pods, key=podview.name_of):
-        for status in (pod.get("status") or {}).get("containerStatuses") or []:
-            waiting = (status.get("state") or {}).get("waiting") or {}
+        for status in container_statuses(pod):
+            waiting = waiting_state(status)
             if waiting.get("reason") in _IMAGE_WAITING:
                 detail = waiting.get("message") or f"cannot pull image {status.get('image')}"
                 return Blocked(IMAGE_PULL_BACK_OFF, f"pod {podview.name_of(pod)}: {detail}")
-    group_status = (pod_group or {}).get("status") or {}
-    if group_status.get("phase") in (None, "", "Pending"):
-        for condition in group_status.get("conditions") or []:
+    if status_phase(pod_group) in ("", "Pending"):
+        for condition in conditions_of(pod_group):
             if condition.get("type") == UNSCHEDULABLE and condition.get("status") == "True":
                 return Blocked(UNSCHEDULABLE, str(condition.get("message") or "not admitted"))
     # kube-scheduler writes its verdict on the PodGroups, a composite gang's on each task's.
@@ -83,7 +83,7 @@ def blocked_reason(
         if gang is not None and not gang.scheduled:
             return Blocked(UNSCHEDULABLE, f"kube-scheduler: {gang.message or gang.reason}")
     for pod in sorted(pods, key=podview.name_of):
-        for condition in (pod.get("status") or {}).get("conditions") or []:
+        for condition in conditions_of(pod):
             if (
                 condition.get("type") == "PodScheduled"
                 and condition.get("status") == "False"

@@ -32,7 +32,19 @@ from typing import Any, Final
 
 from controller.job.decide import suspension
 from shared import labels
-from shared.wire import WireObject
+from shared.wire import (
+    WireObject,
+    annotations_of,
+    dig,
+    find_condition,
+    generation_of,
+    labels_of,
+    metadata,
+    owner_references,
+    spec_of,
+    status_of,
+    uid_of,
+)
 
 GROUP: Final = "kueue.x-k8s.io"
 VERSION: Final = "v1beta2"
@@ -58,35 +70,31 @@ REQUEUED_AT_ONCE: Final = frozenset({"Preempted", "NodeFailures"})
 
 def queue_name(job: Mapping[str, Any]) -> str | None:
     """The LocalQueue the job is submitted to, or None (the job is not Kueue's)."""
-    meta = job.get("metadata") or {}
-    value = (meta.get("labels") or {}).get(QUEUE_NAME_KEY)
+    value = labels_of(job).get(QUEUE_NAME_KEY)
     return str(value) if value else None
 
 
 def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
     """The Workload made for this job by someone else (MultiKueue, on a worker), or None."""
-    meta = job.get("metadata") or {}
-    value = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_KEY)
+    value = labels_of(job).get(PREBUILT_WORKLOAD_KEY)
     return str(value) if value else None
 
 
 def _owner_reference(job: Mapping[str, Any]) -> WireObject:
-    meta = job.get("metadata") or {}
     return {
         "apiVersion": labels.BATCH_API_VERSION,
         "kind": labels.JOB_KIND,
-        "name": str(meta.get("name")),
-        "uid": str(meta.get("uid") or ""),
+        "name": str(metadata(job).get("name")),
+        "uid": uid_of(job),
         "controller": True,
         "blockOwnerDeletion": True,
     }
 
 
 def is_controlled_by(workload: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
-    uid = (job.get("metadata") or {}).get("uid")
+    uid = metadata(job).get("uid")
     return any(
-        ref.get("uid") == uid and ref.get("controller")
-        for ref in (workload.get("metadata") or {}).get("ownerReferences") or []
+        ref.get("uid") == uid and ref.get("controller") for ref in owner_references(workload)
     )
 
 
@@ -98,8 +106,7 @@ def adopted(workload: Mapping[str, Any], job: Mapping[str, Any]) -> WireObject:
     meta = out.setdefault("metadata", {})
     others = [r for r in meta.get("ownerReferences") or [] if not r.get("controller")]
     meta["ownerReferences"] = [*others, _owner_reference(job)]
-    uid = str((job.get("metadata") or {}).get("uid") or "")
-    meta["labels"] = {**(meta.get("labels") or {}), JOB_UID_KEY: uid}
+    meta["labels"] = {**labels_of(out), JOB_UID_KEY: uid_of(job)}
     return out
 
 
@@ -109,14 +116,15 @@ def workload_name(job_name: str, job_uid: str) -> str:
     return f"job-{job_name[: 253 - 10]}-{digest}"
 
 
-def _condition(workload: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    status = workload.get("status") or {}
-    return suspension.find(list(status.get("conditions") or []), type_)
-
-
 def _is_true(workload: Mapping[str, Any], type_: str) -> bool:
-    found = _condition(workload, type_)
+    found = find_condition(workload, type_)
     return found is not None and found.get("status") == "True"
+
+
+def _condition_text(workload: Mapping[str, Any], type_: str, key: str) -> str:
+    """The reason or message of the workload's condition of that type; "" without one."""
+    found: Mapping[str, Any] = find_condition(workload, type_) or {}
+    return str(found.get(key) or "")
 
 
 @dataclass(frozen=True)
@@ -133,14 +141,14 @@ class WorkloadState:
 
 
 def read_workload(workload: Mapping[str, Any]) -> WorkloadState:
-    status = workload.get("status") or {}
     return WorkloadState(
         admitted=_is_true(workload, ADMITTED),
         evicted=_is_true(workload, EVICTED),
         finished=_is_true(workload, FINISHED),
-        has_admission=bool(status.get("admission")) or _is_true(workload, QUOTA_RESERVED),
-        eviction_message=str((_condition(workload, EVICTED) or {}).get("message") or ""),
-        waiting_message=str((_condition(workload, QUOTA_RESERVED) or {}).get("message") or ""),
+        has_admission=bool(status_of(workload).get("admission"))
+        or _is_true(workload, QUOTA_RESERVED),
+        eviction_message=_condition_text(workload, EVICTED, "message"),
+        waiting_message=_condition_text(workload, QUOTA_RESERVED, "message"),
     )
 
 
@@ -159,9 +167,8 @@ def _pod_set(task: Mapping[str, Any], index: int) -> WireObject:
 def build_workload(job: Mapping[str, Any], priority_values: Mapping[str, int]) -> WireObject:
     """The Workload of a queued job: one podSet per task (count = replicas, the task's pod
     template with its requests), the job's priority class, owned by the job."""
-    meta = job.get("metadata") or {}
-    spec = job.get("spec") or {}
-    name, uid = str(meta["name"]), str(meta.get("uid") or "")
+    meta, spec = metadata(job), spec_of(job)
+    name, uid = str(meta["name"]), uid_of(job)
     pod_sets = [_pod_set(task, i) for i, task in enumerate(spec.get("tasks") or [])]
     # Kueue admits part of a job (PartialAdmission) through the minCount of one podSet only.
     with_min = [p for p in pod_sets if "minCount" in p]
@@ -207,13 +214,13 @@ def pod_overrides(
 ) -> dict[str, PodOverride]:
     """Per podSet (task): the node labels and tolerations of the ResourceFlavors the admission
     assigned, then the admission checks' podSetUpdates."""
-    status = workload.get("status") or {}
+    status = status_of(workload)
     out: dict[str, PodOverride] = {}
-    for assignment in (status.get("admission") or {}).get("podSetAssignments") or []:
+    for assignment in dig(status, "admission", "podSetAssignments") or []:
         count = assignment.get("count")
         override = PodOverride(count=count if isinstance(count, int) else None)
         for flavor_name in sorted(set((assignment.get("flavors") or {}).values())):
-            flavor_spec = (flavors.get(str(flavor_name)) or {}).get("spec") or {}
+            flavor_spec = spec_of(flavors.get(str(flavor_name)))
             override.node_selector.update(flavor_spec.get("nodeLabels") or {})
             for toleration in flavor_spec.get("tolerations") or []:
                 if toleration not in override.tolerations:
@@ -237,9 +244,9 @@ def apply_override(pod: WireObject, override: PodOverride) -> WireObject:
     out = copy.deepcopy(pod)
     meta = out.setdefault("metadata", {})
     if override.labels:
-        meta["labels"] = {**override.labels, **(meta.get("labels") or {})}
+        meta["labels"] = {**override.labels, **labels_of(out)}
     if override.annotations:
-        meta["annotations"] = {**override.annotations, **(meta.get("annotations") or {})}
+        meta["annotations"] = {**override.annotations, **annotations_of(out)}
     spec = out.setdefault("spec", {})
     if override.node_selector:
         spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **override.node_selector}
@@ -274,10 +281,10 @@ def cleared_admission(workload: Mapping[str, Any], message: str, now: str) -> Wi
     """The status after an eviction was carried out (the job's pods are gone): no admission,
     `QuotaReserved` False (reason Pending), `Admitted` False and `Requeued` as the eviction's
     reason calls for, as Kueue's own jobs do it."""
-    status = copy.deepcopy(dict(workload.get("status") or {}))
-    generation = (workload.get("metadata") or {}).get("generation")
+    status = copy.deepcopy(status_of(workload))
+    generation = generation_of(workload)
     conditions = list(status.get("conditions") or [])
-    reason = str((_condition(workload, EVICTED) or {}).get("reason") or "")
+    reason = _condition_text(workload, EVICTED, "reason")
     if reason:
         conditions = _set_condition(
             conditions, REQUEUED, reason in REQUEUED_AT_ONCE, reason, message, now, generation
@@ -304,8 +311,8 @@ def finished_status(
     workload: Mapping[str, Any], succeeded: bool, message: str, now: str
 ) -> WireObject:
     """The status that tells Kueue the job finished (its quota is released)."""
-    status = copy.deepcopy(dict(workload.get("status") or {}))
-    generation = (workload.get("metadata") or {}).get("generation")
+    status = copy.deepcopy(status_of(workload))
+    generation = generation_of(workload)
     status["conditions"] = _set_condition(
         list(status.get("conditions") or []),
         FINISHED,

@@ -19,7 +19,7 @@ from controller.job.decide import status as status_mod
 from controller.job.decide.model import Plan
 from shared import labels
 from shared.models import JobPhase
-from shared.wire import phase_of
+from shared.wire import job_state, phase_of, spec_of
 
 MANAGED_BY: Final = labels.MANAGED_BY_MULTIKUEUE
 
@@ -75,8 +75,8 @@ def _apply_ttl(job: Mapping[str, Any], plan: Plan, now: datetime) -> None:
     there is gone by then: MultiKueue removes it once the Workload finished)."""
     if mirrored_outcome(job) is None:
         return
-    state = (job.get("status") or {}).get("state") or {}
-    ttl_seconds = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+    state = job_state(job)
+    ttl_seconds = spec_of(job).get("ttlSecondsAfterFinished")
     outcome = ttl.ttl_outcome(
         ttl_seconds if isinstance(ttl_seconds, int) else None,
         status_mod.parse_time(state.get("lastTransitionTime")),
@@ -94,7 +94,7 @@ def _kueue_steps(
     priority_values: Mapping[str, int],
     now: datetime,
 ) -> kueue.KueueSteps:
-    state = (job.get("status") or {}).get("state") or {}
+    state = job_state(job)
     return kueue.plan_kueue(
         job,
         workload,

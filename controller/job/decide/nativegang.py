@@ -24,7 +24,7 @@ from controller.job.decide.podgen import child_metadata, joins_native_gang
 from controller.job.decide.podgroup import job_min_available, task_min_available
 from shared import labels
 from shared.models import Job
-from shared.wire import WireObject
+from shared.wire import WireObject, conditions_of, dig, spec_of
 
 API_VERSION: Final = "scheduling.k8s.io/v1beta1"
 WORKLOAD_KIND: Final = "Workload"
@@ -139,8 +139,7 @@ def child_gangs(job: Job) -> list[TaskGang]:
     return [
         TaskGang(str(t.name), task_pod_group_name(job, str(t.name)), task_min_available(t))
         for t in job.spec.tasks
-        if task_min_available(t) >= 1
-        and joins_native_gang((t.template or {}).get("spec") or {}, job)
+        if task_min_available(t) >= 1 and joins_native_gang(spec_of(t.template), job)
     ]
 
 
@@ -237,8 +236,7 @@ def build_task_pod_group(job: Job, gang: TaskGang, known_classes: Mapping[str, i
 
 
 def current_min_count(pod_group: Mapping[str, Any]) -> int | None:
-    gang = ((pod_group.get("spec") or {}).get("schedulingPolicy") or {}).get("gang") or {}
-    value = gang.get("minCount")
+    value = dig(pod_group, "spec", "schedulingPolicy", "gang", "minCount")
     return value if isinstance(value, int) else None
 
 
@@ -295,7 +293,7 @@ class GangState:
 
 def gang_state(pod_group: Mapping[str, Any] | None) -> GangState | None:
     """The PodGroupInitiallyScheduled condition, or None while kube-scheduler has not set it."""
-    for condition in ((pod_group or {}).get("status") or {}).get("conditions") or []:
+    for condition in conditions_of(pod_group):
         if condition.get("type") == INITIALLY_SCHEDULED:
             return GangState(
                 scheduled=condition.get("status") == "True",

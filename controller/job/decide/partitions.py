@@ -15,7 +15,7 @@ from shared.models.job import PARTITION_ID_LABEL
 
 
 def partition_of(pod: Mapping[str, Any] | None) -> str | None:
-    value = (podview.metadata(pod or {}).get("labels") or {}).get(PARTITION_ID_LABEL)
+    value = podview.labels_of(pod).get(PARTITION_ID_LABEL)
     return str(value) if value is not None else None
 
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from shared import labels
 from shared.models import Job, TaskSpec
 from shared.models.job import PARTITION_ID_LABEL
-from shared.wire import WireObject
+from shared.wire import WireObject, annotations_of, labels_of, metadata, spec_of
 
 # Job keys Volcano copies onto pods for its scheduler plugins, after the template's own keys so
 # the job's value wins: these go label → label and annotation → annotation …
@@ -198,15 +198,14 @@ def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
     job = ctx.job
     task_name = str(task.name)
     template = copy.deepcopy(task.template or {})
-    meta: WireObject = dict(template.get("metadata") or {})
+    meta: WireObject = dict(metadata(template))
     for key in _SERVER_METADATA:
         meta.pop(key, None)
-    spec: WireObject = dict(template.get("spec") or {})
+    spec: WireObject = dict(spec_of(template))
     name = labels.pod_name(job.name, task_name, index)
     queue = queue_of(job)
 
-    pod_labels = dict(meta.get("labels") or {})
-    pod_annotations = dict(meta.get("annotations") or {})
+    pod_labels, pod_annotations = labels_of(template), annotations_of(template)
     pod_labels.update(inherited_labels(job))
     pod_annotations.update(inherited_annotations(job))
     partition = partition_id(task, index)

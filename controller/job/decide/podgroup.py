@@ -11,7 +11,7 @@ from controller.job.decide.podgen import child_metadata, queue_of
 from shared import gang, labels, podresources, quantity
 from shared.models import Job, TaskSpec
 from shared.models.job import PARTITION_ID_LABEL, NetworkTopology
-from shared.wire import WireObject
+from shared.wire import WireObject, conditions_of, spec_of, status_phase
 
 # Volcano's job controller creates pods once the PodGroup is past Pending: a gang gone Unknown
 # gets its missing pods back, so that it can run again.
@@ -95,7 +95,7 @@ def _pod_amounts(
 
 
 def _template_spec(task: TaskSpec) -> Mapping[str, Any]:
-    return (task.template or {}).get("spec") or {}
+    return spec_of(task.template)
 
 
 def pod_requests(task: TaskSpec, styles: dict[str, str] | None = None) -> dict[str, Decimal]:
@@ -125,8 +125,7 @@ def pod_usage(task: TaskSpec, styles: dict[str, str] | None = None) -> dict[str,
 
 
 def _priority(task: TaskSpec, job: Job, priority_values: Mapping[str, int]) -> int:
-    spec = (task.template or {}).get("spec") or {}
-    name = spec.get("priorityClassName") or job.spec.priority_class_name
+    name = _template_spec(task).get("priorityClassName") or job.spec.priority_class_name
     return priority_values.get(str(name), 0) if name else 0
 
 
@@ -245,7 +244,7 @@ def updated_pod_group(
 ) -> WireObject | None:
     """The existing PodGroup with its spec fields brought in line, or None when they match."""
     desired = desired_spec(job, priority_values)
-    current = existing.get("spec") or {}
+    current = spec_of(existing)
     if _normalised(current) == _normalised(desired):
         return None
     updated = copy.deepcopy(existing)
@@ -262,11 +261,7 @@ def updated_pod_group(
 def pending_warning(job: Job, pod_group: Mapping[str, Any] | None) -> str | None:
     """Volcano's `PodGroupPending` message while the PodGroup's latest True condition (by
     lastTransitionTime) is not `Scheduled`; None when there is nothing to relay."""
-    conditions = [
-        c
-        for c in ((pod_group or {}).get("status") or {}).get("conditions") or []
-        if c.get("status") == "True"
-    ]
+    conditions = [c for c in conditions_of(pod_group) if c.get("status") == "True"]
     if not conditions:
         return None
     latest = max(conditions, key=lambda c: str(c.get("lastTransitionTime") or ""))
@@ -277,7 +272,7 @@ def pending_warning(job: Job, pod_group: Mapping[str, Any] | None) -> str | None
 
 
 def phase_of(pod_group: Mapping[str, Any] | None) -> str:
-    return str(((pod_group or {}).get("status") or {}).get("phase") or "")
+    return status_phase(pod_group)
 
 
 def is_admitted(pod_group: Mapping[str, Any] | None) -> bool:

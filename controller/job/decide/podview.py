@@ -9,6 +9,23 @@ from typing import Any
 
 from shared import labels
 
+# The generic metadata accessors live in `shared.wire`; their names here keep this module the one
+# import of the planner's pod rules.
+from shared.wire import annotations_of as annotations_of
+from shared.wire import (
+    container_statuses,
+    deletion_timestamp,
+    init_container_statuses,
+    pod_phase,
+    terminated_state,
+)
+from shared.wire import controller_uid as controller_uid
+from shared.wire import creation_timestamp as creation_timestamp
+from shared.wire import labels_of as labels_of
+from shared.wire import metadata as metadata
+from shared.wire import name_of as name_of
+from shared.wire import uid_of as uid_of
+
 PENDING = "Pending"
 RUNNING = "Running"
 SUCCEEDED = "Succeeded"
@@ -17,34 +34,13 @@ UNKNOWN = "Unknown"
 FINISHED_POD_PHASES = frozenset({SUCCEEDED, FAILED})
 
 
-def metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str(metadata(obj).get("name") or "")
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str(metadata(obj).get("uid") or "")
-
-
-def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    return dict(metadata(obj).get("labels") or {})
-
-
-def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    return dict(metadata(obj).get("annotations") or {})
-
-
 def phase(pod: Mapping[str, Any]) -> str:
     """The pod phase; a pod the API server has not given a phase yet is Pending."""
-    return str((pod.get("status") or {}).get("phase") or PENDING)
+    return pod_phase(pod)
 
 
 def is_deleting(pod: Mapping[str, Any]) -> bool:
-    return bool(metadata(pod).get("deletionTimestamp"))
+    return deletion_timestamp(pod) is not None
 
 
 def is_out_of_sync(pod: Mapping[str, Any]) -> bool:
@@ -80,43 +76,25 @@ def version_of(pod: Mapping[str, Any]) -> int:
         return 0
 
 
-def controller_uid(obj: Mapping[str, Any]) -> str | None:
-    for ref in metadata(obj).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("uid") or "")
-    return None
-
-
 def failed_exit_code(pod: Mapping[str, Any]) -> int | None:
     """Exit code of the first container (regular, then init) that terminated non-zero."""
-    status = pod.get("status") or {}
-    for key in ("containerStatuses", "initContainerStatuses"):
-        for container in status.get(key) or []:
-            terminated = (container.get("state") or {}).get("terminated") or {}
-            code = terminated.get("exitCode")
-            if isinstance(code, int) and code != 0:
-                return code
+    for container in [*container_statuses(pod), *init_container_statuses(pod)]:
+        code = terminated_state(container).get("exitCode")
+        if isinstance(code, int) and code != 0:
+            return code
     return None
 
 
 def restart_count(pod: Mapping[str, Any]) -> int:
-    status = pod.get("status") or {}
     return sum(
         int(c.get("restartCount") or 0)
-        for key in ("containerStatuses", "initContainerStatuses")
-        for c in status.get(key) or []
+        for c in [*container_statuses(pod), *init_container_statuses(pod)]
     )
 
 
 def all_containers_ready(pod: Mapping[str, Any]) -> bool:
     """Every container reports ready; no statuses yet counts as ready (as Volcano does)."""
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    return all(bool(c.get("ready")) for c in statuses)
-
-
-def creation_timestamp(obj: Mapping[str, Any]) -> str | None:
-    value = metadata(obj).get("creationTimestamp")
-    return str(value) if value else None
+    return all(bool(c.get("ready")) for c in container_statuses(pod))
 
 
 @dataclass(frozen=True, slots=True)

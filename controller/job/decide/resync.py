@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controller.job.decide.model import PlanSettings
+from shared.wire import resource_version_of, status_of, uid_of
 
 # A settled Job is re-planned at least this many resync periods apart all the same.
 FULL_RESYNC_PERIODS: Final = 10
@@ -47,11 +48,10 @@ def inputs_of(
     seen = {(CLUSTER_WIDE, str(cluster_wide_generation))}
     if queue is not None:
         name, found = queue
-        state = ((found or {}).get("status") or {}).get("state") if found is not None else None
+        state = status_of(found).get("state") if found is not None else None
         seen.add((QUEUE_ENTRY, f"{name}={'missing' if found is None else state or ''}"))
     for obj in objects:
-        meta = obj.get("metadata") or {}
-        seen.add((str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")))
+        seen.add((uid_of(obj), resource_version_of(obj)))
     return frozenset(seen)
 
 

@@ -21,6 +21,7 @@ from typing import Any, Final
 from controller.job.decide.policies import Decision
 from shared.models import PolicyAction, PolicyEvent
 from shared.models.job import RetryPolicy
+from shared.wire import conditions_of, pod_status
 
 
 class Cause(StrEnum):
@@ -44,12 +45,11 @@ def disrupted(pod: Mapping[str, Any] | None) -> bool:
     """The pod was stopped by its node or the control plane (eviction, preemption, node loss)."""
     if pod is None:
         return False
-    status = pod.get("status") or {}
-    if status.get("reason") in INFRASTRUCTURE_POD_REASONS:
+    if pod_status(pod).get("reason") in INFRASTRUCTURE_POD_REASONS:
         return True
     return any(
         c.get("type") == "DisruptionTarget" and c.get("status") == "True"
-        for c in status.get("conditions") or []
+        for c in conditions_of(pod)
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from controller.job.decide import podview
 from controller.job.decide.status import parse_time
 from shared.models import JobPhase
+from shared.wire import pod_status
 
 
 def inherited(recorded_attempts: Sequence[Mapping[str, Any]], read_phase: JobPhase | None) -> bool:
@@ -39,7 +40,7 @@ def first_run(
         if c.get("status") == JobPhase.RUNNING.value
     )
     pods_started = (
-        parse_time((pod.get("status") or {}).get("startTime"))
+        parse_time(pod_status(pod).get("startTime"))
         for pod in pods
         if podview.phase(pod) != "Pending"
     )

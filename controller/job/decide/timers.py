@@ -18,6 +18,7 @@ from controller.job.decide.memory import TimerRecord
 from controller.job.decide.policies import Decision, JobEvent
 from controller.job.decide.status import parse_time, rfc3339
 from shared.models import PolicyAction, PolicyEvent
+from shared.wire import container_statuses, init_container_statuses, terminated_state
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ def forget(
 
 def pending_start(pod: Mapping[str, Any] | None, now: datetime) -> datetime:
     """A PodPending delay counts from the pod's creation, so it survives a controller restart."""
-    created = parse_time(podview.creation_timestamp(pod or {}))
+    created = parse_time(podview.creation_timestamp(pod))
     return created if created is not None and created <= now else now
 
 
@@ -178,13 +179,10 @@ def failed_since(pod: Mapping[str, Any] | None, now: datetime) -> datetime:
     """A PodFailed delay counts from when the pod's last container terminated (its
     `finishedAt`), so a controller that restarts keeps the same deadline."""
     finished: list[datetime] = []
-    status = (pod or {}).get("status") or {}
-    for key in ("initContainerStatuses", "containerStatuses"):
-        for container in status.get(key) or []:
-            terminated = (container.get("state") or {}).get("terminated") or {}
-            moment = parse_time(terminated.get("finishedAt"))
-            if moment is not None:
-                finished.append(moment)
+    for container in [*init_container_statuses(pod), *container_statuses(pod)]:
+        moment = parse_time(terminated_state(container).get("finishedAt"))
+        if moment is not None:
+            finished.append(moment)
     latest = max(finished, default=None)
     return latest if latest is not None and latest <= now else now
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from shared.wire import status_of
+
 # The cache's names of the two kinds (`controller.job.shell.cache.POD`, `.PODGROUP`).
 POD: Final = "Pod"
 PODGROUP: Final = "PodGroup"
@@ -29,4 +31,4 @@ def reacts_at_once(kind: str, before: Mapping[str, Any] | None, after: Mapping[s
 
 
 def _phase(pod_group: Mapping[str, Any]) -> object:
-    return (pod_group.get("status") or {}).get("phase")
+    return status_of(pod_group).get("phase")

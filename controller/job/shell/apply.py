@@ -40,7 +40,7 @@ from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
 from shared.labels import OUT_OF_SYNC_KEY
 from shared.objectkeys import object_key
-from shared.wire import WireObject, phase_of, state_phase
+from shared.wire import WireObject, metadata, phase_of, spec_of, state_phase
 
 log = logging.getLogger(__name__)
 
@@ -363,7 +363,7 @@ class Applier:
         new_phase = state_phase(status)
         if new_phase and new_phase != old_phase:
             self._metrics.phase_transitions.labels(phase=new_phase).inc()
-            queue = str((job.get("spec") or {}).get("queue") or "")
+            queue = str(spec_of(job).get("queue") or "")
             self._metrics.volcano_jobs.entered(_key(job), queue, new_phase)
             log.info(
                 "job phase changed",
@@ -401,7 +401,7 @@ def job_gone_reason(job: WireObject, fresh: WireObject | None, uid: str | None) 
     or None when it is the same Job and not being deleted."""
     if fresh is None:
         return f"job {_key(job)} no longer exists"
-    fresh_meta = fresh.get("metadata") or {}
+    fresh_meta = metadata(fresh)
     if fresh_meta.get("uid") != uid:
         return f"job {_key(job)} was replaced (uid {fresh_meta.get('uid')})"
     if fresh_meta.get("deletionTimestamp"):

@@ -18,7 +18,16 @@ from kubeio.managedfields import drop_field_sets
 from shared import objectkeys
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY, OUT_OF_SYNC_KEY
 from shared.objectkeys import object_key
-from shared.wire import WireObject
+from shared.wire import (
+    WireObject,
+    annotations_of,
+    labels_of,
+    metadata,
+    namespace_of,
+    owner_references,
+    spec_of,
+    uid_of,
+)
 
 JOB = "Job"
 POD = "Pod"
@@ -75,12 +84,8 @@ MAX_EDGES_PER_JOB = 10_000
 MAX_TOMBSTONES = 50_000
 
 
-def _uid(obj: WireObject) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
-
-
 def _rv(obj: WireObject) -> int | None:
-    text = (obj.get("metadata") or {}).get("resourceVersion")
+    text = metadata(obj).get("resourceVersion")
     if isinstance(text, str) and text.isdigit():
         return int(text)
     return None
@@ -103,8 +108,7 @@ def is_newer(candidate: WireObject, current: WireObject | None) -> bool:
 
 def job_key_of(kind: str, obj: WireObject) -> str | None:
     """The `namespace/name` of the Job an object belongs to, or None."""
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace") or ""
+    namespace = namespace_of(obj)
     if kind == JOB:
         return object_key(obj)
     if kind in CLUSTER_SCOPED_KINDS:
@@ -114,11 +118,11 @@ def job_key_of(kind: str, obj: WireObject) -> str | None:
         if target.get("kind") == JOB and target.get("name"):
             return f"{namespace}/{target['name']}"
     if kind in (COMMAND, PODGROUP, NATIVE_PODGROUP, COMPOSITE_PODGROUP, WORKLOAD):
-        for ref in meta.get("ownerReferences") or []:
+        for ref in owner_references(obj):
             if ref.get("kind") == JOB and ref.get("name"):
                 return f"{namespace}/{ref['name']}"
         return None
-    job_name = (meta.get("labels") or {}).get(JOB_NAME_KEY)
+    job_name = labels_of(obj).get(JOB_NAME_KEY)
     if job_name:
         return f"{namespace}/{job_name}"
     return None
@@ -134,8 +138,7 @@ def slim_pod(pod: WireObject) -> WireObject:
 
 
 def deleted_by_controller(pod: WireObject) -> bool:
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get(OUT_OF_SYNC_KEY, "")).lower() == "true"
+    return str(annotations_of(pod).get(OUT_OF_SYNC_KEY, "")).lower() == "true"
 
 
 @dataclass
@@ -195,7 +198,7 @@ class Cache:
             store = self._objects[kind]
             current = store.get(key)
             job_key = job_key_of(kind, obj)
-            if not is_newer(obj, current) or _uid(obj) in self._deleted_uids:
+            if not is_newer(obj, current) or uid_of(obj) in self._deleted_uids:
                 return None
             if current is not None and _same_version(obj, current):
                 return None
@@ -220,7 +223,7 @@ class Cache:
             if kind in CLUSTER_WIDE_KINDS and current is not None:
                 self._cluster_wide_generation += 1
             last = current if current is not None else obj
-            uid = _uid(obj)
+            uid = uid_of(obj)
             if uid:
                 self._deleted_uids[uid] = None
                 while len(self._deleted_uids) > MAX_TOMBSTONES:
@@ -316,7 +319,7 @@ class Cache:
             return [
                 key
                 for key, job in self._objects[JOB].items()
-                if ((job.get("spec") or {}).get("queue") or DEFAULT_QUEUE) == queue
+                if (spec_of(job).get("queue") or DEFAULT_QUEUE) == queue
             ]
 
     def cluster_wide_generation(self) -> int:

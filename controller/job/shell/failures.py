@@ -12,7 +12,7 @@ from kubeio.client import JOBS
 from kubeio.errors import KubeError, NotFoundError
 from kubeio.events import EventRecorder
 from kubeio.kubelike import KubeLike
-from shared.wire import WireObject
+from shared.wire import WireObject, job_state
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,7 @@ class FailureReports:
             return
         message = f"reconcile failed and is retried when the job changes: {exc}"[:1024]
         self.recorder.record(job, "Warning", "ReconcileFailed", message)
-        state = (job.get("status") or {}).get("state") or {}
-        if state.get("message") == message:
+        if job_state(job).get("message") == message:
             return  # written already: writing it again would wake this job up in a loop
         self._write_state_message(key, job, message)
 

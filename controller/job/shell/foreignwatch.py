@@ -12,7 +12,7 @@ from controller.job.decide import foreignwriters
 from controller.job.decide.suspension import managed_by_other
 from kubeio.informer import Store
 from shared.objectkeys import object_key
-from shared.wire import WireObject
+from shared.wire import WireObject, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -58,4 +58,4 @@ class ForeignWriterWatch:
 
 
 def _identity(job: WireObject) -> tuple[str, str]:
-    return object_key(job), str((job.get("metadata") or {}).get("uid") or "")
+    return object_key(job), uid_of(job)

@@ -8,16 +8,12 @@ from typing import Any
 
 from controller.job.decide.model import Observed, PodEdge
 from controller.job.shell.cache import JobView
-from shared.wire import WireObject
-
-
-def _uid(obj: WireObject) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
+from shared.wire import WireObject, job_state, owner_references, spec_of, status_phase, uid_of
 
 
 def _owned_by_other_job(obj: WireObject, job_uid: str) -> bool:
     """True for objects controlled by an earlier Job of the same name (awaiting the GC)."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in owner_references(obj):
         if ref.get("kind") == "Job" and ref.get("uid") and ref.get("uid") != job_uid:
             return True
     return False
@@ -26,12 +22,12 @@ def _owned_by_other_job(obj: WireObject, job_uid: str) -> bool:
 def _controlled_by(obj: WireObject, job_uid: str) -> bool:
     return any(
         ref.get("kind") == "Job" and ref.get("uid") == job_uid and ref.get("controller")
-        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
+        for ref in owner_references(obj)
     )
 
 
 def referenced_pvc_names(job: WireObject) -> list[str]:
-    volumes = (job.get("spec") or {}).get("volumes") or []
+    volumes = spec_of(job).get("volumes") or []
     return [str(v["volumeClaimName"]) for v in volumes if v.get("volumeClaimName")]
 
 
@@ -52,7 +48,7 @@ def build_observed(
     job = view.job
     if job is None:
         return None
-    job_uid = _uid(job)
+    job_uid = uid_of(job)
     job_name = str(job["metadata"]["name"])
     pods = [p for p in view.pods if not _owned_by_other_job(p, job_uid)]
     groups = [g for g in view.pod_groups if not _owned_by_other_job(g, job_uid)]
@@ -77,8 +73,8 @@ def build_observed(
             missing.add(name)
         else:
             children[("PersistentVolumeClaim", name)] = found
-    live_uids = {_uid(p) for p in pods}
-    pod_edges = [e for e in edges if _uid(e.pod) not in live_uids or not _uid(e.pod)]
+    live_uids = {uid_of(p) for p in pods}
+    pod_edges = [e for e in edges if uid_of(e.pod) not in live_uids or not uid_of(e.pod)]
     workload = next(
         (w for w in view.workloads if _controlled_by(w, job_uid)),
         None,
@@ -123,6 +119,4 @@ def pvcs_to_look_up(job: WireObject, view: JobView) -> list[str]:
 def waits_for_admission(job: WireObject, pod_group: WireObject | None) -> bool:
     """A Pending job whose PodGroup is not admitted yet: its Queue is read so that a closed or
     missing one is named as the cause."""
-    state = (job.get("status") or {}).get("state") or {}
-    group_phase = ((pod_group or {}).get("status") or {}).get("phase")
-    return state.get("phase") == "Pending" and group_phase in (None, "", "Pending")
+    return job_state(job).get("phase") == "Pending" and status_phase(pod_group) in ("", "Pending")

@@ -63,7 +63,7 @@ from kubeio.workqueue import WorkQueue
 from shared import objectkeys
 from shared.labels import DEFAULT_QUEUE, JOB_NAME_KEY
 from shared.objectkeys import object_key
-from shared.wire import WireObject
+from shared.wire import WireObject, deletion_timestamp, metadata, spec_of, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -351,7 +351,7 @@ class Controller:
         job = view.job
         prebuilt = self._prebuilt_workload(job) if job is not None else None
         objects = [*view.objects(), *([prebuilt] if prebuilt is not None else [])]
-        queue_name = str(((job or {}).get("spec") or {}).get("queue") or DEFAULT_QUEUE)
+        queue_name = str(spec_of(job).get("queue") or DEFAULT_QUEUE)
         return resync.inputs_of(
             objects,
             self.cache.cluster_wide_generation(),
@@ -441,7 +441,7 @@ class Controller:
                 # What was written is looked at again at once, as for any other job.
                 return self._sync_dispatched(job, view.workloads)
             return None, False
-        if job is None or job["metadata"].get("deletionTimestamp"):
+        if job is None or deletion_timestamp(job):
             # Deleted: the garbage collector removes the children through ownerReferences.
             with self._memory_lock:
                 self._memory.pop(key, None)
@@ -451,7 +451,7 @@ class Controller:
             if job is None and view.commands:
                 self._delete_orphan_commands(key, view.commands)
             return None, False
-        uid = str(job["metadata"].get("uid") or "")
+        uid = uid_of(job)
         with self._memory_lock:
             remembered = self._memory.get(key)
         memory = remembered.data if remembered is not None and remembered.uid == uid else None
@@ -514,8 +514,7 @@ class Controller:
     ) -> tuple[timedelta | None, bool]:
         """Kueue's steps for a job MultiKueue dispatches: when to look again, and whether
         anything was written."""
-        meta = job["metadata"]
-        if meta.get("deletionTimestamp"):
+        if deletion_timestamp(job):
             return None, False
         workload = next((w for w in workloads if kueue.is_controlled_by(w, job)), None)
         plan = multikueue.plan_dispatched(
@@ -523,7 +522,7 @@ class Controller:
         )
         if multikueue.writes_nothing(plan):
             return plan.requeue_after, False
-        plan.guard_uid = str(meta.get("uid") or "")
+        plan.guard_uid = uid_of(job)
         self.applier.apply(job, plan)
         return plan.requeue_after, not plan.delete_job
 
@@ -548,7 +547,7 @@ class Controller:
         if self.kube.get_or_none(JOBS, namespace, name) is not None:
             return
         for command in commands:
-            meta = command.get("metadata") or {}
+            meta = metadata(command)
             self.kube.delete(COMMANDS, namespace, str(meta.get("name")), uid=meta.get("uid"))
             self.cache.forget_deleted("Command", namespace, str(meta.get("name")))
             log.info(

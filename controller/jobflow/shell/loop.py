@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Final
 
 from controller.jobflow.decide.plan import FlowPlan, plan, probes_to_run, template_status
 from controller.jobflow.shell.probes import run_probes
@@ -27,7 +27,7 @@ from shared.models.flow import (
     JOBFLOW_KIND,
     JOBTEMPLATE_KIND,
 )
-from shared.wire import WireObject
+from shared.wire import WireObject, annotations_of, metadata, owner_references, spec_of, status_of
 
 log = logging.getLogger(__name__)
 
@@ -40,17 +40,16 @@ MAX_REQUEUES: Final = 15
 
 def flow_of(job: WireObject) -> str | None:
     """The key of the JobFlow controlling the Job, if one does."""
-    meta = job.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or []:
+    for ref in owner_references(job):
         if ref.get("controller") and ref.get("kind") == JOBFLOW_KIND:
-            return f"{meta.get('namespace')}/{ref.get('name')}"
+            return f"{metadata(job).get('namespace')}/{ref.get('name')}"
     return None
 
 
 def template_of(job: WireObject) -> str | None:
     """The key of the JobTemplate the Job was made from (`<namespace>.<name>` in its
     annotation: a namespace has no dots, so the first one splits)."""
-    mark = ((job.get("metadata") or {}).get("annotations") or {}).get(CREATED_BY_JOBTEMPLATE)
+    mark = annotations_of(job).get(CREATED_BY_JOBTEMPLATE)
     if not isinstance(mark, str) or "." not in mark:
         return None
     namespace, name = mark.split(".", 1)
@@ -60,11 +59,6 @@ def template_of(job: WireObject) -> str | None:
 def made_by_flow(job: WireObject) -> bool:
     """The Jobs this controller follows: a JobFlow's, or made from a JobTemplate."""
     return flow_of(job) is not None or template_of(job) is not None
-
-
-def _meta(obj: WireObject) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 class JobFlowController(KeyWorkers):
@@ -97,10 +91,10 @@ class JobFlowController(KeyWorkers):
         template = new or old or {}
         self.queue.add(TEMPLATE_PREFIX + key_of(template))
         # A flow waiting for this template goes on at once.
-        namespace, name = _meta(template).get("namespace"), _meta(template).get("name")
+        namespace, name = metadata(template).get("namespace"), metadata(template).get("name")
         for flow in self.flows.items():
-            flows = (flow.get("spec") or {}).get("flows") or []
-            if _meta(flow).get("namespace") == namespace and any(
+            flows = spec_of(flow).get("flows") or []
+            if metadata(flow).get("namespace") == namespace and any(
                 isinstance(f, dict) and f.get("name") == name for f in flows
             ):
                 self.queue.add(FLOW_PREFIX + key_of(flow))
@@ -150,43 +144,42 @@ class JobFlowController(KeyWorkers):
     # --- one flow --------------------------------------------------------------------------
 
     def _jobs_of(self, flow: WireObject) -> list[WireObject]:
-        meta = _meta(flow)
+        meta = metadata(flow)
         uid, namespace = meta.get("uid"), meta.get("namespace")
         out = []
         for job in self.jobs.items():
-            job_meta = _meta(job)
-            if job_meta.get("namespace") != namespace:
+            if metadata(job).get("namespace") != namespace:
                 continue
-            refs = job_meta.get("ownerReferences") or []
+            refs = owner_references(job)
             if any(r.get("controller") and r.get("uid") == uid for r in refs):
                 out.append(job)
         return out
 
     def _templates_in(self, namespace: str) -> dict[str, WireObject]:
         return {
-            str(_meta(t).get("name")): t
+            str(metadata(t).get("name")): t
             for t in self.templates.items()
-            if _meta(t).get("namespace") == namespace
+            if metadata(t).get("namespace") == namespace
         }
 
     def _pods_of(self, namespace: str, job_names: set[str]) -> dict[str, list[WireObject]]:
         pods: dict[str, list[WireObject]] = {name: [] for name in job_names}
         for name in job_names:
             items, _ = self.kube.list(PODS, label_selector=f"{labels.JOB_NAME_KEY}={name}")
-            pods[name] = [p for p in items if _meta(p).get("namespace") == namespace]
+            pods[name] = [p for p in items if metadata(p).get("namespace") == namespace]
         return pods
 
     def sync_flow(self, key: str) -> float | None:
         raw = self.flows.get(key)
-        if raw is None or _meta(raw).get("deletionTimestamp"):
+        if raw is None or metadata(raw).get("deletionTimestamp"):
             return None
         raw.setdefault("kind", JOBFLOW_KIND)
-        namespace = str(_meta(raw).get("namespace"))
+        namespace = str(metadata(raw).get("namespace"))
         jobs = self._jobs_of(raw)
         checks = probes_to_run(raw, jobs)
         outcomes = {}
         if checks:
-            by_name = {str(_meta(j).get("name")): j for j in jobs}
+            by_name = {str(metadata(j).get("name")): j for j in jobs}
             pods = self._pods_of(namespace, {c.target_job for c in checks})
             outcomes = run_probes(checks, by_name, pods)
         decided = plan(raw, self._templates_in(namespace), jobs, outcomes, self.clock.now())
@@ -205,16 +198,16 @@ class JobFlowController(KeyWorkers):
         """Whether the cached flow is behind the API server's (then the cache takes it). A Job
         is created only from the flow's current status: a stale one may still be Running after
         the flow Succeeded and its Jobs were deleted (`jobRetainPolicy: delete`)."""
-        meta = _meta(raw)
+        meta = metadata(raw)
         fresh = self.kube.get_or_none(JOBFLOWS, str(meta.get("namespace")), str(meta.get("name")))
-        if fresh is None or _meta(fresh).get("resourceVersion") == meta.get("resourceVersion"):
+        if fresh is None or metadata(fresh).get("resourceVersion") == meta.get("resourceVersion"):
             return False
         fresh.setdefault("kind", JOBFLOW_KIND)
         self.flows.put(fresh)
         return True
 
     def _create(self, raw: WireObject, decided: FlowPlan) -> None:
-        namespace = str(_meta(raw).get("namespace"))
+        namespace = str(metadata(raw).get("namespace"))
         for job in decided.create:
             name = job["metadata"]["name"]
             try:
@@ -234,7 +227,7 @@ class JobFlowController(KeyWorkers):
             self.recorder.record(raw, "Normal", "Created", f"create a job named {name}!")
 
     def _delete(self, raw: WireObject, decided: FlowPlan) -> None:
-        namespace = str(_meta(raw).get("namespace"))
+        namespace = str(metadata(raw).get("namespace"))
         for name in decided.delete:
             self.kube.delete(JOBS, namespace, name, propagation="Background")
             self.recorder.record(
@@ -242,12 +235,12 @@ class JobFlowController(KeyWorkers):
             )
 
     def _write_flow_status(self, raw: WireObject, decided: FlowPlan) -> None:
-        if (raw.get("status") or {}) == decided.status:
+        if status_of(raw) == decided.status:
             return
         body = copy.deepcopy(raw)
         body["status"] = decided.status
         try:
-            written = self.kube.replace_status(JOBFLOWS, str(_meta(raw).get("namespace")), body)
+            written = self.kube.replace_status(JOBFLOWS, str(metadata(raw).get("namespace")), body)
         except NotFoundError:
             return
         self.flows.put(written)
@@ -256,15 +249,17 @@ class JobFlowController(KeyWorkers):
 
     def sync_template(self, key: str) -> None:
         raw = self.templates.get(key)
-        if raw is None or _meta(raw).get("deletionTimestamp"):
+        if raw is None or metadata(raw).get("deletionTimestamp"):
             return
         wanted = template_status(raw, self.jobs.items())
-        if (raw.get("status") or {}) == wanted:
+        if status_of(raw) == wanted:
             return
         body = copy.deepcopy(raw)
         body["status"] = wanted
         try:
-            written = self.kube.replace_status(JOBTEMPLATES, str(_meta(raw).get("namespace")), body)
+            written = self.kube.replace_status(
+                JOBTEMPLATES, str(metadata(raw).get("namespace")), body
+            )
         except NotFoundError:
             return
         self.templates.put(written)

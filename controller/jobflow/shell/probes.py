@@ -13,10 +13,10 @@ import http.client
 import ipaddress
 import socket
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from controller.jobflow.decide.probes import NetworkProbe, ProbeOutcome
-from shared.wire import WireObject
+from shared.wire import WireObject, labels_of, spec_of, status_of
 
 TIMEOUT_SECONDS: Final = 2.0
 
@@ -38,18 +38,8 @@ def refusal(address: str, host_network: bool) -> str | None:
     return None
 
 
-def _spec(obj: WireObject) -> dict[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, dict) else {}
-
-
-def _status(obj: WireObject) -> dict[str, Any]:
-    status = obj.get("status")
-    return status if isinstance(status, dict) else {}
-
-
 def replicas_of(job: WireObject, task: str) -> int:
-    for entry in _spec(job).get("tasks") or []:
+    for entry in spec_of(job).get("tasks") or []:
         if isinstance(entry, dict) and entry.get("name") == task:
             return int(entry.get("replicas") or 0)
     return 0
@@ -86,16 +76,15 @@ def run_probe(probe: NetworkProbe, job: WireObject, pods: Iterable[WireObject]) 
     running = [
         pod
         for pod in pods
-        if ((pod.get("metadata") or {}).get("labels") or {}).get("volcano.sh/task-spec")
-        == probe.task
-        and _status(pod).get("phase") == "Running"
-        and _status(pod).get("podIP")
+        if labels_of(pod).get("volcano.sh/task-spec") == probe.task
+        and status_of(pod).get("phase") == "Running"
+        and status_of(pod).get("podIP")
     ]
     if len(running) < replicas:
         return ProbeOutcome(False, f"{what}: {len(running)} of {replicas} pods running")
     for pod in running:
-        address = str(_status(pod)["podIP"])
-        refused = refusal(address, bool(_spec(pod).get("hostNetwork")))
+        address = str(status_of(pod)["podIP"])
+        refused = refusal(address, bool(spec_of(pod).get("hostNetwork")))
         if refused is not None:
             return ProbeOutcome(False, f"{what}: not probed: {refused}")
         problem = _answers(probe, address)

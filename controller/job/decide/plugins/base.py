@@ -13,7 +13,7 @@ from shared import labels
 from shared import plugins as registry
 from shared.models import Job, TaskSpec
 from shared.plugins import PluginDescriptor
-from shared.wire import WireObject
+from shared.wire import WireObject, spec_of
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def task_hosts(job: Job, task: TaskSpec) -> list[str]:
     """DNS names of a task's pods through the job's headless Service: `<pod>.<job>`.
 
     A template that fixes hostname/subdomain gives one host (Volcano's rule)."""
-    spec = (task.template or {}).get("spec") or {}
+    spec = spec_of(task.template)
     hostname, subdomain = spec.get("hostname"), spec.get("subdomain")
     if hostname or subdomain:
         return [f"{hostname or job.name}.{subdomain or job.name}"]

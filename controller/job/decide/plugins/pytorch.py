@@ -8,7 +8,7 @@ from controller.job.decide.podgen import add_port, containers, set_env
 from shared import labels
 from shared.models import Job, TaskSpec
 from shared.plugins import pytorch as pytorch_descriptor
-from shared.wire import WireObject
+from shared.wire import WireObject, spec_of
 
 PORT_NAME = "pytorchjob-port"
 WAIT_CONTAINER = "wait-for-master"
@@ -16,7 +16,7 @@ WAIT_CONTAINER = "wait-for-master"
 
 def master_address(job: Job, master: TaskSpec) -> str:
     """The master's DNS name: its template's hostname/subdomain, else `<job>-<master>-0.<job>`."""
-    spec = (master.template or {}).get("spec") or {}
+    spec = spec_of(master.template)
     host = spec.get("hostname") or labels.pod_name(job.name, str(master.name), 0)
     return f"{host}.{spec.get('subdomain') or job.name}"
 

@@ -8,7 +8,7 @@ from controller.job.decide.podgen import child_metadata, job_labels
 from shared import labels
 from shared.models import TaskSpec
 from shared.plugins import ray as ray_descriptor
-from shared.wire import WireObject
+from shared.wire import WireObject, spec_of
 
 GCS, DASHBOARD, CLIENT = "gcs", "dashboard", "client-server"
 
@@ -29,7 +29,7 @@ class RayPlugin(JobPlugin):
         }
 
     def _head_host(self, head: TaskSpec) -> str:
-        spec = (head.template or {}).get("spec") or {}
+        spec = spec_of(head.template)
         host = spec.get("hostname") or labels.pod_name(self.job.name, str(head.name), 0)
         return f"{host}.{spec.get('subdomain') or self.job.name}"
 

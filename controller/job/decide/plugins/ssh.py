@@ -16,7 +16,7 @@ from controller.job.decide.plugins.base import DesiredChild, JobPlugin, task_hos
 from controller.job.decide.podgen import add_mount, add_volume, child_metadata, containers
 from shared.models import TaskSpec
 from shared.plugins import ssh as ssh_descriptor
-from shared.wire import WireObject
+from shared.wire import WireObject, metadata, spec_of
 
 DEFAULT_SSH_PATH = "/root/.ssh"
 DEFAULT_SSH_PORT = 22
@@ -31,8 +31,13 @@ def secret_name(job_name: str) -> str:
     return ssh_descriptor.DESCRIPTOR.child("Secret").name(job_name)
 
 
+def _secret_data(secret: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    data = secret.get("data") if secret is not None else None
+    return data if isinstance(data, Mapping) else {}
+
+
 def _stored_key(secret: Mapping[str, Any] | None) -> bool:
-    data = (secret or {}).get("data") or {}
+    data = _secret_data(secret)
     return PRIVATE_KEY in data and PUBLIC_KEY in data
 
 
@@ -43,11 +48,10 @@ def needs_generated_key(
 ) -> bool:
     """Whether planning `job` (wire form) needs a fresh key pair: it has the ssh plugin without
     `--ssh-private-key`, its Secret holds no key, and no generated key is remembered."""
-    spec = job.get("spec") or {}
-    plugins = spec.get("plugins") or {}
+    plugins = spec_of(job).get("plugins") or {}
     if ssh_descriptor.DESCRIPTOR.name not in plugins:
         return False
-    name = str((job.get("metadata") or {}).get("name"))
+    name = str(metadata(job).get("name"))
     if _stored_key(children.get(("Secret", secret_name(name)))):
         return False
     if ssh_descriptor.DESCRIPTOR.parse(list(plugins[ssh_descriptor.DESCRIPTOR.name] or [])).string(
@@ -81,7 +85,7 @@ class SshPlugin(JobPlugin):
 
     def _key_pair(self) -> tuple[str, str]:
         existing = self.ctx.children.get(("Secret", secret_name(self.job.name)))
-        data = (existing or {}).get("data") or {}
+        data = _secret_data(existing)
         if PRIVATE_KEY in data and PUBLIC_KEY in data:
             return _unb64(data[PRIVATE_KEY]), _unb64(data[PUBLIC_KEY])
         # As in Volcano, a given private key is used with whatever public key came with it.
@@ -119,7 +123,7 @@ class SshPlugin(JobPlugin):
             },
         }
         existing = self.ctx.children.get(("Secret", secret_name(self.job.name)))
-        has_keys = PRIVATE_KEY in ((existing or {}).get("data") or {})
+        has_keys = PRIVATE_KEY in _secret_data(existing)
         # A Secret without key material is not ours to rewrite: new keys every round would loop.
         return [DesiredChild(secret, ("data",) if existing is None or has_keys else ())]
 
