@@ -33,6 +33,9 @@ PENDING = "Pending"
 
 
 def _object(value: Any) -> Mapping[str, Any]:
+    # JSON gives dicts: the plain check first, the (slower) abstract one for other mappings.
+    if isinstance(value, dict):
+        return value
     return value if isinstance(value, Mapping) else {}
 
 

@@ -95,7 +95,7 @@ def sync_pod_group(seen: JobRound, draft: Draft) -> tuple[WireObject | None, Eff
         # open the gate for the new pods.
         built = podgroup.build_pod_group(seen.job, seen.observed.priority_values)
         return None, Effects(create=(built,))
-    updated = podgroup.updated_pod_group(pg, seen.job, seen.observed.priority_values)
+    updated = podgroup.updated_pod_group(pg, seen.pod_group_spec)
     return pg, steps.NOTHING if updated is None else Effects(update=(updated,))
 
 

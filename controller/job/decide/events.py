@@ -32,7 +32,7 @@ def from_commands(seen: JobRound) -> tuple[list[Decision], Effects]:
 def derive(seen: JobRound, draft: Draft) -> list[JobEvent]:
     """The lifecycle events of this reconcile, in a stable order."""
     actionable = [p for p in seen.pods if steps.actionable(draft, p)]
-    events = policies.pod_events(p.wire for p in actionable)
+    events = policies.pod_events(actionable)
     for edge in seen.observed.pod_edges:
         pod = edge.pod
         if edge.kind != "deleted" or edge.by_controller or podview.is_out_of_sync(pod):
@@ -50,8 +50,7 @@ def derive(seen: JobRound, draft: Draft) -> list[JobEvent]:
         events.append(
             JobEvent(PolicyEvent.TASK_COMPLETED, f"every pod of task {task} succeeded", task)
         )
-    by_task = steps.pods_by_task(actionable)
-    for task in sorted(policies.failed_tasks(seen.job.spec.tasks, by_task)):
+    for task in sorted(policies.failed_tasks(seen.job.spec.tasks, actionable)):
         events.append(
             JobEvent(
                 PolicyEvent.TASK_FAILED,
@@ -90,7 +89,7 @@ def scaled(seen: JobRound, draft: Draft) -> str | None:
             "minMember": int(spec.get("minMember") or 0),
             "minTaskMember": {str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
         }
-    desired = podgroup.desired_spec(seen.job, seen.observed.priority_values)
+    desired = seen.pod_group_spec
     new_gang: scaling.GangShape = {
         "minMember": int(desired["minMember"]),
         "minTaskMember": dict(desired["minTaskMember"]),
@@ -106,7 +105,7 @@ def facts(seen: JobRound, draft: Draft) -> timers_mod.Facts:
         completed_tasks=policies.completed_tasks(
             seen.job.spec.tasks, steps.succeeded_now(seen, draft)
         ),
-        failed_tasks=policies.failed_tasks(seen.job.spec.tasks, steps.pods_by_task(actionable)),
+        failed_tasks=policies.failed_tasks(seen.job.spec.tasks, actionable),
     )
 
 

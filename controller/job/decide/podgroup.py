@@ -239,11 +239,9 @@ def _normalised(spec: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def updated_pod_group(
-    existing: WireObject, job: Job, priority_values: Mapping[str, int]
-) -> WireObject | None:
-    """The existing PodGroup with its spec fields brought in line, or None when they match."""
-    desired = desired_spec(job, priority_values)
+def updated_pod_group(existing: WireObject, desired: Mapping[str, Any]) -> WireObject | None:
+    """The existing PodGroup with its spec fields brought in line with `desired` (`desired_spec`),
+    or None when they match."""
     current = spec_of(existing)
     if _normalised(current) == _normalised(desired):
         return None
@@ -251,7 +249,7 @@ def updated_pod_group(
     new_spec = dict(current)
     for key in SPEC_FIELDS:
         if key in desired:
-            new_spec[key] = desired[key]
+            new_spec[key] = copy.deepcopy(desired[key])
         else:
             new_spec.pop(key, None)
     updated["spec"] = new_spec

@@ -114,6 +114,8 @@ class JobPod:
     deleting: bool
     # Marked by a restart or scale-down of ours before its deletion.
     out_of_sync: bool
+    # Container restarts, init containers' included.
+    restarts: int
 
     @property
     def finished(self) -> bool:
@@ -121,14 +123,32 @@ class JobPod:
 
 
 def read(pod: Mapping[str, Any]) -> JobPod:
+    """The pod's metadata, labels and annotations are looked up once (this runs for every pod
+    of every reconcile); each field reads as its accessor above reads it."""
+    meta = metadata(pod)
+    pod_labels = meta.get("labels")
+    pod_labels = pod_labels if isinstance(pod_labels, dict) else {}
+    notes = meta.get("annotations")
+    notes = notes if isinstance(notes, dict) else {}
+    name = str(meta.get("name") or "")
+    task = pod_labels.get(labels.TASK_SPEC_KEY) or notes.get(labels.TASK_SPEC_KEY)
+    raw_index = pod_labels.get(labels.TASK_INDEX_KEY) or notes.get(labels.TASK_INDEX_KEY)
     return JobPod(
         wire=pod,
-        name=name_of(pod),
-        uid=uid_of(pod) or None,
-        task=task_of(pod),
-        index=index_of(pod),
+        name=name,
+        uid=str(meta.get("uid") or "") or None,
+        task=str(task) if task else None,
+        index=_int_or_none(name.rsplit("-", 1)[-1] if raw_index is None else raw_index),
         phase=phase(pod),
-        version=version_of(pod),
-        deleting=is_deleting(pod),
-        out_of_sync=is_out_of_sync(pod),
+        version=_int_or_none(notes.get(labels.JOB_VERSION_KEY) or 0) or 0,
+        deleting=bool(meta.get("deletionTimestamp")),
+        out_of_sync=notes.get(labels.OUT_OF_SYNC_KEY) == "true",
+        restarts=restart_count(pod),
     )
+
+
+def _int_or_none(raw: Any) -> int | None:
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return None

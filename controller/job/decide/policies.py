@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from controller.job.decide import podview
+from controller.job.decide.podview import JobPod
 from shared.duration import parse_duration
 from shared.models import Job, LifecyclePolicy, PolicyAction, PolicyEvent, TaskSpec
 
@@ -99,28 +100,19 @@ def task_max_retry(task: TaskSpec) -> int:
     return task.max_retry or DEFAULT_TASK_MAX_RETRY
 
 
-def pod_events(pods: Iterable[Mapping[str, Any]]) -> list[JobEvent]:
+def pod_events(pods: Iterable[JobPod]) -> list[JobEvent]:
     """PodFailed (difference 9: exit code of the first container that terminated non-zero) and
     PodPending, for live pods of the current version the controller has not let go of."""
     out: list[JobEvent] = []
     for pod in pods:
-        name, task = podview.name_of(pod), podview.task_of(pod)
-        phase = podview.phase(pod)
-        if phase == podview.FAILED:
-            code = podview.failed_exit_code(pod)
+        name, uid = pod.name, pod.uid or ""
+        if pod.phase == podview.FAILED:
+            code = podview.failed_exit_code(pod.wire)
             detail = f"pod {name} failed" + (f" with exit code {code}" if code else "")
+            out.append(JobEvent(PolicyEvent.POD_FAILED, detail, pod.task, name, uid, code))
+        elif pod.phase == podview.PENDING:
             out.append(
-                JobEvent(PolicyEvent.POD_FAILED, detail, task, name, podview.uid_of(pod), code)
-            )
-        elif phase == podview.PENDING:
-            out.append(
-                JobEvent(
-                    PolicyEvent.POD_PENDING,
-                    f"pod {name} is pending",
-                    task,
-                    name,
-                    podview.uid_of(pod),
-                )
+                JobEvent(PolicyEvent.POD_PENDING, f"pod {name} is pending", pod.task, name, uid)
             )
     return out
 
@@ -145,17 +137,14 @@ def completed_tasks(tasks: Sequence[TaskSpec], succeeded: Mapping[str, set[int]]
     )
 
 
-def failed_tasks(
-    tasks: Sequence[TaskSpec], live_pods_by_task: Mapping[str, Sequence[Mapping[str, Any]]]
-) -> frozenset[str]:
+def failed_tasks(tasks: Sequence[TaskSpec], live_pods: Iterable[JobPod]) -> frozenset[str]:
     """Tasks whose running/pending pods restarted their containers task.maxRetry times or more."""
-    out = set()
-    for task in tasks:
-        pods = [
-            p
-            for p in live_pods_by_task.get(str(task.name), ())
-            if podview.phase(p) in (podview.RUNNING, podview.PENDING)
-        ]
-        if pods and sum(podview.restart_count(p) for p in pods) >= task_max_retry(task):
-            out.add(str(task.name))
-    return frozenset(out)
+    restarts: dict[str, int] = {}
+    for pod in live_pods:
+        if pod.task is not None and pod.phase in (podview.RUNNING, podview.PENDING):
+            restarts[pod.task] = restarts.get(pod.task, 0) + pod.restarts
+    return frozenset(
+        str(task.name)
+        for task in tasks
+        if str(task.name) in restarts and restarts[str(task.name)] >= task_max_retry(task)
+    )

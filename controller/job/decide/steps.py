@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import Any, Literal
 
-from controller.job.decide import kueue, memory, podview, restarts, suspension, timers
+from controller.job.decide import kueue, memory, podgroup, podview, restarts, suspension, timers
 from controller.job.decide import status as status_mod
 from controller.job.decide.model import (
     EventRecord,
@@ -58,6 +59,12 @@ class JobRound:
     # Suspended for this plan: spec.suspend, or Kueue suspends the job in this very plan (a
     # job Kueue unsuspends gets its pods in the next plan, once spec.suspend is false).
     suspended: bool
+
+    @cached_property
+    def pod_group_spec(self) -> WireObject:
+        """The spec the job's PodGroup should have (`podgroup.desired_spec`), worked out once:
+        the scale check and the PodGroup's update both compare with it."""
+        return podgroup.desired_spec(self.job, self.observed.priority_values)
 
 
 @dataclass

@@ -82,3 +82,11 @@ def test_a_pod_is_read_once_into_what_the_planner_asks(
         read.finished,
     ) == expected
     assert read.wire is pod
+
+
+def test_restarts_count_the_init_containers_too() -> None:
+    pod = wire()
+    pod["status"]["containerStatuses"] = [{"restartCount": 2}, {"restartCount": 1}]
+    pod["status"]["initContainerStatuses"] = [{"restartCount": 1}]
+    assert podview.read(pod).restarts == 4
+    assert podview.read(wire()).restarts == 0

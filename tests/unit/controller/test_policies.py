@@ -19,7 +19,9 @@ from builders import (
     written_phases,
 )
 
+from controller.job.decide import podview, policies
 from controller.job.decide.model import PodEdge
+from shared.models import Job
 
 Wire = dict[str, Any]
 
@@ -366,3 +368,38 @@ def test_commands_run_one_per_reconcile_oldest_first() -> None:
     assert world.commands == []
     assert world.phase in ("Restarting", "Pending")
     assert world.status["retryCount"] == 0
+
+
+def read_pod(task: str, index: int, phase: str, restarts: int) -> podview.JobPod:
+    return podview.JobPod(
+        wire={},
+        name=f"j-{task}-{index}",
+        uid=None,
+        task=task,
+        index=index,
+        phase=phase,
+        version=0,
+        deleting=False,
+        out_of_sync=False,
+        restarts=restarts,
+    )
+
+
+@pytest.mark.parametrize(
+    ("pods", "failed"),
+    [
+        # the running and pending pods' restarts are summed against the task's maxRetry (3)
+        ([("w", 0, "Running", 2), ("w", 1, "Pending", 1)], {"w"}),
+        ([("w", 0, "Running", 2)], set()),
+        # finished pods' restarts do not count
+        ([("w", 0, "Failed", 5), ("w", 1, "Running", 0)], set()),
+        ([("w", 0, "Running", 1), ("ps", 0, "Running", 9)], {"ps"}),
+        ([], set()),
+    ],
+)
+def test_failed_tasks_sum_the_restarts_of_a_tasks_live_pods(
+    pods: list[tuple[str, int, str, int]], failed: set[str]
+) -> None:
+    wire = job("j").task("w", 2, max_retry=3).task("ps", 1, max_retry=3).build()
+    tasks = Job.from_wire(wire).spec.tasks
+    assert policies.failed_tasks(tasks, [read_pod(*p) for p in pods]) == failed

@@ -78,7 +78,7 @@ def test_network_topology_is_set_at_creation_only() -> None:
     j = partitioned()
     pg = podgroup.build_pod_group(Job.from_wire(j), {})
     j["spec"]["networkTopology"] = {"mode": "soft", "highestTierAllowed": 1}
-    assert podgroup.updated_pod_group(pg, Job.from_wire(j), {}) is None
+    assert podgroup.updated_pod_group(pg, podgroup.desired_spec(Job.from_wire(j), {})) is None
 
 
 def test_tier_number_wins_over_tier_name() -> None:
