@@ -12,7 +12,6 @@ import threading
 from collections.abc import Iterable
 from typing import Protocol, TypeVar, runtime_checkable
 
-from controller.job.shell.apply import CREATE_PARALLELISM
 from controller.leader import KubeLeaseApi, LeaderConfig, LeaderElector
 from controller.metrics import CONTROLLER, Metrics
 from controller.server import HttpEndpoints
@@ -23,16 +22,6 @@ from kubeio.events import EventRecorder
 from shared.logging import announce
 
 log = logging.getLogger(__name__)
-
-# Connections of the shared pool besides the workers and parallel creates: one per watch (the
-# job controller's nine, two for Kueue and two for Kubernetes' own gang; the queue, CronJob and
-# PodGroup controllers' eleven) and a couple for leader election and events.
-WATCH_CONNECTIONS = 26
-
-
-def pool_size(workers: int) -> int:
-    """Connections of the process's client pool: the watches, the workers, the parallel creates."""
-    return WATCH_CONNECTIONS + workers + 2 * CREATE_PARALLELISM
 
 
 class Peer(Protocol):
@@ -69,7 +58,7 @@ class Manager:
         self.settings = settings
         self.clock: Clock = clock or RealClock()
         self.metrics = Metrics()
-        self.api_client = pooled_copy(api_client, pool_size(settings.workers))
+        self.api_client = pooled_copy(api_client, settings.pool_size)
         # Every request of the process goes through this pooled client: count it.
         self.metrics.count_rest_requests(self.api_client)
         self.kube = Kube(

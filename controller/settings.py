@@ -10,6 +10,13 @@ from typing import Literal
 from controller.job.decide.model import PlanSettings
 from controller.queues.decide import DefaultQueueSpec
 
+# Pods of one job are created this many at a time (Volcano creates them in parallel too).
+CREATE_PARALLELISM = 8
+# Connections of the shared pool besides the workers and parallel creates: one per watch (the
+# job controller's nine, two for Kueue and two for Kubernetes' own gang; the queue, CronJob and
+# PodGroup controllers' eleven) and a couple for leader election and events.
+WATCH_CONNECTIONS = 26
+
 
 def default_identity() -> str:
     """Unique per process, stable for its lifetime: the Lease holder name."""
@@ -72,3 +79,9 @@ class Settings:
             ssh_key_type=self.ssh_key_type,
             kueue=self.kueue,
         )
+
+    @property
+    def pool_size(self) -> int:
+        """Connections of the process's client pool: the watches, the workers, the parallel
+        creates."""
+        return WATCH_CONNECTIONS + self.workers + 2 * CREATE_PARALLELISM

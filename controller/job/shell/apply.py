@@ -26,6 +26,7 @@ from controller.job.decide import effectorder, prunedfields
 from controller.job.decide.model import ObjectRef, Plan
 from controller.job.shell.cache import Cache
 from controller.metrics import Metrics
+from controller.settings import CREATE_PARALLELISM
 from controller.volcanometrics import job_to_pod_latency_ms
 from kubeio.client import COMMANDS, JOBS, WORKLOADS, resource_for, resource_for_kind
 from kubeio.errors import (
@@ -43,10 +44,6 @@ from shared.objectkeys import object_key
 from shared.wire import WireObject, metadata, phase_of, spec_of, state_phase
 
 log = logging.getLogger(__name__)
-
-
-# Pods of one job are created this many at a time (Volcano creates them in parallel too).
-CREATE_PARALLELISM = 8
 
 
 class JobGoneError(Exception):

@@ -32,7 +32,6 @@ from controller.job.shell.observe import build_observed, pvcs_to_look_up, waits_
 from controller.job.shell.phasewatch import JobPhaseStore
 from controller.job.shell.queuewatch import QueueStore
 from controller.job.shell.sshkeys import generate_key_pair
-from controller.manager import pool_size
 from controller.metrics import CONTROLLER, Metrics
 from controller.settings import Settings
 from kubeio.client import (
@@ -125,7 +124,7 @@ class Controller:
         self._owns_client = kube is None
         if kube is None:
             # Alone, our own pool, sized as the process's.
-            api_client = pooled_copy(api_client, pool_size(settings.workers))
+            api_client = pooled_copy(api_client, settings.pool_size)
             kube = Kube(
                 api_client,
                 qps=settings.qps,
