@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import itertools
 import subprocess
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -47,17 +49,47 @@ def controller(cluster: LocalCluster) -> Iterator[Controller]:
         qps=0,
     )
     ctl = Controller(settings, cluster.api_client())
+    ReconcileLog.attach(ctl)
     ctl.start()
     assert ctl.wait_synced(WAIT), ctl.readyz()
     yield ctl
     ctl.shutdown()
 
 
+class ReconcileLog:
+    """How many reconciles of each key the in-process controller has finished: what a test that
+    asserts that nothing happens waits for, instead of a window of time."""
+
+    def __init__(self, ctl: Controller) -> None:
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._process = ctl.process
+
+    @classmethod
+    def attach(cls, ctl: Controller) -> ReconcileLog:
+        log = cls(ctl)
+        ctl.process = log.process  # type: ignore[method-assign]
+        ctl.reconcile_log = log  # type: ignore[attr-defined]
+        return log
+
+    def process(self, key: str) -> None:
+        try:
+            self._process(key)
+        finally:
+            with self._lock:
+                self._counts[key] += 1
+
+    def count(self, key: str) -> int:
+        with self._lock:
+            return self._counts[key]
+
+
 class Kubelet:
     """Plays kubelet and gang scheduler for the tests, through the API."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: LocalCluster, controller: Controller) -> None:
         self.cluster = cluster
+        self.controller = controller
         self.kube = Kube(cluster.api_client(), qps=0)
         self.namespace = "default"
 
@@ -129,7 +161,10 @@ class Kubelet:
                 )  # fmt: skip
 
     wait = staticmethod(lambda what, check, timeout=WAIT: wait_for(what, check, timeout))
-    hold = staticmethod(lambda what, check, seconds: still(what, check, seconds))
+
+    def hold(self, what: str, check: Callable[[], bool], job: str, seconds: float = 2.0) -> None:
+        still(what, check, self.controller, f"{self.namespace}/{job}", seconds)
+
     make_job = staticmethod(lambda *a, **k: make_job(*a, **k))
 
     def vcjob(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -143,19 +178,32 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = WAIT) -> Any:
     return wait_until(what, check, timeout, interval=0.1)
 
 
-def still(what: str, check: Callable[[], bool], seconds: float) -> None:
-    """Assert `check` holds for `seconds`, read every 0.1 s. The folder's controller resyncs
-    every job every 2 s (`resync_period` above): a window of 2 s or more covers a full resync
-    besides the reactions to the watch events that came before it."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert check(), what
-        time.sleep(0.1)
+def still(what: str, check: Callable[[], bool], ctl: Controller, key: str, seconds: float) -> None:
+    """Assert `check` holds, read every 0.1 s, until the controller has reconciled `key` after
+    this call (asked for here: a settled job's resync may be skipped) and for `seconds` at
+    least, which leaves the writes that reconcile made (its Events are sent asynchronously)
+    time to show."""
+    log: ReconcileLog = ctl.reconcile_log  # type: ignore[attr-defined]
+    since = time.monotonic()
+
+    def reconciled_after(start: int) -> Callable[[], bool]:
+        def done() -> bool:
+            assert check(), what
+            return log.count(key) > start and time.monotonic() - since >= seconds
+
+        return done
+
+    # A reconcile already under way when the key is added finishes first, then the key is
+    # processed again; asking twice makes sure one reconcile began after this call.
+    for _ in range(2):
+        start = log.count(key)
+        ctl.queue.add(key)
+        wait_until(f"{key} reconciled while {what}", reconciled_after(start), WAIT, interval=0.1)
 
 
 @pytest.fixture
 def kubelet(cluster: LocalCluster, controller: Controller) -> Kubelet:
-    return Kubelet(cluster)
+    return Kubelet(cluster, controller)
 
 
 @pytest.fixture

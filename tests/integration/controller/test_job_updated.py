@@ -32,7 +32,9 @@ def test_a_manual_scale_raises_one_normal_job_updated_event(
     kubelet.run_all(job_name)
     kubelet.wait("Running", lambda: kubelet.phase(job_name) == "Running")
     # Status writes, the PodGroup and pod updates, resyncs: none of them is a spec change.
-    kubelet.hold("no JobUpdated before a scale", lambda: not job_updated(kubelet, job_name), 3.0)
+    kubelet.hold(
+        "no JobUpdated before a scale", lambda: not job_updated(kubelet, job_name), job_name
+    )
 
     task = kubelet.job(job_name)["spec"]["tasks"][0]
     kubelet.patch_job(job_name, {"spec": {"tasks": [{**task, "replicas": 3, "minAvailable": 1}]}})
@@ -50,5 +52,6 @@ def test_a_manual_scale_raises_one_normal_job_updated_event(
             [(e["message"], e.get("count", 1)) for e in job_updated(kubelet, job_name)]
             == [("the job was scaled: task worker replicas 2 -> 3", 1)]
         ),
-        3.0,
+        job_name,
+        seconds=3.0,
     )

@@ -142,7 +142,7 @@ def test_a_deleted_succeeded_pod_is_not_run_again(kubelet: Kubelet, job_name: st
     )
     kubelet.cluster.kubectl("delete", "pod", done, "--wait=false")
     kubelet.wait("the pod is gone", lambda: done not in kubelet.pods(job_name))
-    kubelet.hold("not recreated", lambda: done not in kubelet.pods(job_name), seconds=3)
+    kubelet.hold("not recreated", lambda: done not in kubelet.pods(job_name), job_name)
     kubelet.set_phase(f"{job_name}-worker-1", "Succeeded")
     kubelet.wait("Completed", lambda: kubelet.phase(job_name) == "Completed")
 
@@ -150,7 +150,7 @@ def test_a_deleted_succeeded_pod_is_not_run_again(kubelet: Kubelet, job_name: st
 def test_pods_wait_for_the_gang_to_be_admitted(kubelet: Kubelet, job_name: str) -> None:
     kubelet.create_job(kubelet.make_job(job_name, [("worker", 3)], scheduler="volcano"))
     kubelet.wait("the PodGroup", lambda: kubelet.pod_group(job_name))
-    kubelet.hold("no pods before admission", lambda: not kubelet.pods(job_name), seconds=2)
+    kubelet.hold("no pods before admission", lambda: not kubelet.pods(job_name), job_name)
     kubelet.admit(job_name)
     kubelet.wait("3 pods", lambda: len(kubelet.pods(job_name)) == 3)
     group = kubelet.pod_group(job_name)

@@ -32,7 +32,7 @@ def test_scale_a_running_job_to_zero_and_back(kubelet: Kubelet, job_name: str) -
         "an empty gang",
         lambda: ((kubelet.pod_group(job_name) or {}).get("spec") or {}).get("minMember") == 0,
     )
-    kubelet.hold("Running with no pods", lambda: kubelet.phase(job_name) == "Running", 3.0)
+    kubelet.hold("Running with no pods", lambda: kubelet.phase(job_name) == "Running", job_name)
 
     up = copy.deepcopy(kubelet.job(job_name))
     up["spec"]["minAvailable"] = 2
@@ -55,4 +55,4 @@ def test_scale_a_running_job_to_zero_and_back(kubelet: Kubelet, job_name: str) -
             and (status.get("state") or {}).get("phase") == "Running"
         ),
     )
-    kubelet.hold("Running", lambda: kubelet.phase(job_name) == "Running", 3.0)
+    kubelet.hold("Running", lambda: kubelet.phase(job_name) == "Running", job_name)

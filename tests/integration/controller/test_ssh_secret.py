@@ -33,5 +33,5 @@ def test_the_ssh_secret_gets_one_key_pair(kubelet: Kubelet, job_name: str) -> No
             kubelet.kube.get(SECRETS, kubelet.namespace, f"{job_name}-ssh")["data"]["id_rsa"]
             == secret["data"]["id_rsa"]
         ),
-        2.0,
+        job_name,
     )
