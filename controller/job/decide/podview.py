@@ -8,17 +8,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import labels
-
-# The generic metadata accessors live in `shared.wire`; their names here keep this module the one
-# import of the planner's pod rules.
-from shared.wire import annotations_of as annotations_of
 from shared.wire import (
+    WireObject,
     container_statuses,
     deletion_timestamp,
     init_container_statuses,
     pod_phase,
     terminated_state,
 )
+
+# The generic metadata accessors live in `shared.wire`; their names here keep this module the one
+# import of the planner's pod rules.
+from shared.wire import annotations_of as annotations_of
 from shared.wire import controller_uid as controller_uid
 from shared.wire import creation_timestamp as creation_timestamp
 from shared.wire import labels_of as labels_of
@@ -103,7 +104,7 @@ class JobPod:
     again, and the pod as read (`wire`) for the rules that look further (exit codes,
     restarts, conditions)."""
 
-    wire: Mapping[str, Any]
+    wire: WireObject
     name: str
     uid: str | None
     task: str | None
@@ -116,13 +117,17 @@ class JobPod:
     out_of_sync: bool
     # Container restarts, init containers' included.
     restarts: int
+    # Whose it is: the controlling owner's uid, else the job-name label (a pod of Volcano's
+    # controller made before owner references, say).
+    owner_uid: str | None
+    job_label: str | None
 
     @property
     def finished(self) -> bool:
         return self.phase in FINISHED_POD_PHASES
 
 
-def read(pod: Mapping[str, Any]) -> JobPod:
+def read(pod: WireObject) -> JobPod:
     """The pod's metadata, labels and annotations are looked up once (this runs for every pod
     of every reconcile); each field reads as its accessor above reads it."""
     meta = metadata(pod)
@@ -144,6 +149,8 @@ def read(pod: Mapping[str, Any]) -> JobPod:
         deleting=bool(meta.get("deletionTimestamp")),
         out_of_sync=notes.get(labels.OUT_OF_SYNC_KEY) == "true",
         restarts=restart_count(pod),
+        owner_uid=controller_uid(pod),
+        job_label=pod_labels.get(labels.JOB_NAME_KEY),
     )
 
 

@@ -61,6 +61,14 @@ class JobRound:
     suspended: bool
 
     @cached_property
+    def slot_names(self) -> Mapping[str, tuple[str, ...]]:
+        """Each task's pod names, index by index (`labels.pod_name`)."""
+        return {
+            name: tuple(labels.pod_name(self.job.name, name, i) for i in range(t.replica_count))
+            for name, t in self.tasks.items()
+        }
+
+    @cached_property
     def pod_group_spec(self) -> WireObject:
         """The spec the job's PodGroup should have (`podgroup.desired_spec`), worked out once:
         the scale check and the PodGroup's update both compare with it."""
@@ -152,8 +160,9 @@ def start(observed: Observed, settings: PlanSettings) -> tuple[JobRound, Draft]:
     job = Job.from_wire(observed.job)
     status = decode(job.status)
     remembered = memory.load(observed.memory)
-    pod_objects = tuple(p for p in observed.pods if owned(job, p))
-    pods = tuple(podview.read(p) for p in pod_objects)
+    every_pod = [podview.read(p) for p in observed.pods]
+    pods = tuple(p for p in every_pod if owns(job, p))
+    pod_objects = tuple(p.wire for p in pods)
     kueue_steps = _kueue_steps(observed, settings, job, status, pods, now)
     seen = JobRound(
         observed=observed,
@@ -165,7 +174,7 @@ def start(observed: Observed, settings: PlanSettings) -> tuple[JobRound, Draft]:
         pods=pods,
         pod_objects=pod_objects,
         pods_by_name={p.name: p for p in pods},
-        all_pods_by_name={podview.name_of(p): p for p in observed.pods},
+        all_pods_by_name={p.name: p.wire for p in every_pod},
         max_retry=(
             job.spec.max_retry if job.spec.max_retry is not None else labels.DEFAULT_MAX_RETRY
         ),
@@ -227,6 +236,13 @@ def owned(job: Job, pod: Mapping[str, Any]) -> bool:
     if owner is not None:
         return owner == job.uid
     return podview.labels_of(pod).get(labels.JOB_NAME_KEY) == job.name
+
+
+def owns(job: Job, pod: JobPod) -> bool:
+    """`owned`, of a pod read once."""
+    if pod.owner_uid is not None:
+        return pod.owner_uid == job.uid
+    return pod.job_label == job.name
 
 
 def live(draft: Draft, pod: JobPod) -> bool:
@@ -353,10 +369,9 @@ def succeeded_now(seen: JobRound, draft: Draft) -> dict[str, set[int]]:
     """Per task, indexes < replicas whose pod succeeded, or whose succeeded pod was deleted
     (recorded earlier and not recreated: difference 8)."""
     out: dict[str, set[int]] = {}
-    for task_name, task in seen.tasks.items():
+    for task_name, names in seen.slot_names.items():
         done: set[int] = set()
-        for i in range(task.replica_count):
-            name = labels.pod_name(seen.job.name, task_name, i)
+        for i, name in enumerate(names):
             pod = seen.pods_by_name.get(name)
             if pod is not None and live(draft, pod):
                 if pod.phase == podview.SUCCEEDED:
@@ -373,9 +388,8 @@ def slots(seen: JobRound, draft: Draft) -> tuple[bool, int]:
     all_finished = True
     ghost_succeeded = 0
     created = {podview.name_of(p) for p in draft.created}
-    for task_name, task in seen.tasks.items():
-        for i in range(task.replica_count):
-            name = labels.pod_name(seen.job.name, task_name, i)
+    for task_name, names in seen.slot_names.items():
+        for i, name in enumerate(names):
             pod = seen.pods_by_name.get(name)
             if pod is None:
                 recorded = draft.status.recorded_succeeded.get(task_name, set())

@@ -90,3 +90,11 @@ def test_restarts_count_the_init_containers_too() -> None:
     pod["status"]["initContainerStatuses"] = [{"restartCount": 1}]
     assert podview.read(pod).restarts == 4
     assert podview.read(wire()).restarts == 0
+
+
+def test_a_pod_says_whose_it_is() -> None:
+    pod = wire()
+    pod["metadata"]["labels"][labels.JOB_NAME_KEY] = "j"
+    assert (podview.read(pod).owner_uid, podview.read(pod).job_label) == (None, "j")
+    pod["metadata"]["ownerReferences"] = [{"uid": "job-uid", "controller": True}]
+    assert podview.read(pod).owner_uid == "job-uid"

@@ -382,6 +382,8 @@ def read_pod(task: str, index: int, phase: str, restarts: int) -> podview.JobPod
         deleting=False,
         out_of_sync=False,
         restarts=restarts,
+        owner_uid=None,
+        job_label="j",
     )
 
 
