@@ -423,7 +423,10 @@ async def _bundled_connection(
             out.append((time.perf_counter() - started, head[9:10] == b"2"))
     finally:
         writer.close()
-        await writer.wait_closed()
+        # The slice is over: a server that answers the TLS close untidily (application data
+        # after its close_notify, a reset) changes none of the figures already taken.
+        with contextlib.suppress(ssl.SSLError, ConnectionError):
+            await writer.wait_closed()
 
 
 def bundled_slice(
