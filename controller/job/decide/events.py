@@ -34,17 +34,17 @@ def derive(seen: JobRound, draft: Draft) -> list[JobEvent]:
     actionable = [p for p in seen.pods if steps.actionable(draft, p)]
     events = policies.pod_events(actionable)
     for edge in seen.observed.pod_edges:
-        pod = edge.pod
-        if edge.kind != "deleted" or edge.by_controller or podview.is_out_of_sync(pod):
+        if edge.kind != "deleted" or edge.by_controller:
             continue
-        if not steps.owned(seen.job, pod) or podview.version_of(pod) < draft.status.version:
+        pod = podview.read(edge.pod)
+        if pod.out_of_sync or not steps.owns(seen.job, pod) or pod.version < draft.status.version:
             continue
-        if podview.phase(pod) == podview.SUCCEEDED:
+        if pod.phase == podview.SUCCEEDED:
             continue  # a finished pod deleted later is no failure (difference 8)
-        current = seen.pods_by_name.get(podview.name_of(pod))
-        if current is not None and current.uid == (podview.uid_of(pod) or None):
+        current = seen.pods_by_name.get(pod.name)
+        if current is not None and current.uid == pod.uid:
             continue
-        events.append(policies.evicted_event(pod))
+        events.append(policies.evicted_event(edge.pod))
     succeeded = steps.succeeded_now(seen, draft)
     for task in sorted(policies.completed_tasks(seen.job.spec.tasks, succeeded)):
         events.append(

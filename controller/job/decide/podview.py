@@ -45,36 +45,41 @@ def is_deleting(pod: Mapping[str, Any]) -> bool:
 
 
 def is_out_of_sync(pod: Mapping[str, Any]) -> bool:
-    return annotations_of(pod).get(labels.OUT_OF_SYNC_KEY) == "true"
-
-
-def is_finished(pod: Mapping[str, Any]) -> bool:
-    return phase(pod) in FINISHED_POD_PHASES
+    return _out_of_sync(annotations_of(pod))
 
 
 def task_of(pod: Mapping[str, Any]) -> str | None:
-    task = labels_of(pod).get(labels.TASK_SPEC_KEY) or annotations_of(pod).get(labels.TASK_SPEC_KEY)
-    return str(task) if task else None
+    return _task(labels_of(pod), annotations_of(pod))
 
 
 def index_of(pod: Mapping[str, Any]) -> int | None:
     """The task index from the label (or annotation), else the last `-` segment of the name."""
-    raw = labels_of(pod).get(labels.TASK_INDEX_KEY) or annotations_of(pod).get(
-        labels.TASK_INDEX_KEY
-    )
-    if raw is None:
-        raw = name_of(pod).rsplit("-", 1)[-1]
-    try:
-        return int(raw)
-    except ValueError:
-        return None
+    return _index(labels_of(pod), annotations_of(pod), name_of(pod))
 
 
 def version_of(pod: Mapping[str, Any]) -> int:
-    try:
-        return int(annotations_of(pod).get(labels.JOB_VERSION_KEY) or 0)
-    except ValueError:
-        return 0
+    return _version(annotations_of(pod))
+
+
+# The rules above, over labels and annotations already looked up (`read` looks them up once).
+
+
+def _out_of_sync(notes: Mapping[str, Any]) -> bool:
+    return notes.get(labels.OUT_OF_SYNC_KEY) == "true"
+
+
+def _task(pod_labels: Mapping[str, Any], notes: Mapping[str, Any]) -> str | None:
+    task = pod_labels.get(labels.TASK_SPEC_KEY) or notes.get(labels.TASK_SPEC_KEY)
+    return str(task) if task else None
+
+
+def _index(pod_labels: Mapping[str, Any], notes: Mapping[str, Any], name: str) -> int | None:
+    raw = pod_labels.get(labels.TASK_INDEX_KEY) or notes.get(labels.TASK_INDEX_KEY)
+    return _int_or_none(name.rsplit("-", 1)[-1] if raw is None else raw)
+
+
+def _version(notes: Mapping[str, Any]) -> int:
+    return _int_or_none(notes.get(labels.JOB_VERSION_KEY) or 0) or 0
 
 
 def failed_exit_code(pod: Mapping[str, Any]) -> int | None:
@@ -129,25 +134,23 @@ class JobPod:
 
 def read(pod: WireObject) -> JobPod:
     """The pod's metadata, labels and annotations are looked up once (this runs for every pod
-    of every reconcile); each field reads as its accessor above reads it."""
+    of every reconcile), then read by the same rules as the accessors above."""
     meta = metadata(pod)
     pod_labels = meta.get("labels")
     pod_labels = pod_labels if isinstance(pod_labels, dict) else {}
     notes = meta.get("annotations")
     notes = notes if isinstance(notes, dict) else {}
     name = str(meta.get("name") or "")
-    task = pod_labels.get(labels.TASK_SPEC_KEY) or notes.get(labels.TASK_SPEC_KEY)
-    raw_index = pod_labels.get(labels.TASK_INDEX_KEY) or notes.get(labels.TASK_INDEX_KEY)
     return JobPod(
         wire=pod,
         name=name,
         uid=str(meta.get("uid") or "") or None,
-        task=str(task) if task else None,
-        index=_int_or_none(name.rsplit("-", 1)[-1] if raw_index is None else raw_index),
+        task=_task(pod_labels, notes),
+        index=_index(pod_labels, notes, name),
         phase=phase(pod),
-        version=_int_or_none(notes.get(labels.JOB_VERSION_KEY) or 0) or 0,
+        version=_version(notes),
         deleting=bool(meta.get("deletionTimestamp")),
-        out_of_sync=notes.get(labels.OUT_OF_SYNC_KEY) == "true",
+        out_of_sync=_out_of_sync(notes),
         restarts=restart_count(pod),
         owner_uid=controller_uid(pod),
         job_label=pod_labels.get(labels.JOB_NAME_KEY),

@@ -219,27 +219,20 @@ def _kueue_steps(
 def _record_deleted_successes(seen: JobRound, draft: Draft) -> None:
     """A succeeded pod deleted before any status recorded it still counts (difference 8)."""
     for edge in seen.observed.pod_edges:
-        pod = edge.pod
-        if edge.kind != "deleted" or podview.phase(pod) != podview.SUCCEEDED:
+        pod = podview.read(edge.pod)
+        if edge.kind != "deleted" or pod.phase != podview.SUCCEEDED:
             continue
-        if podview.is_out_of_sync(pod):
+        if pod.out_of_sync:
             continue  # replaced by a restart: its success no longer counts
-        if not owned(seen.job, pod) or podview.version_of(pod) < draft.status.version:
+        if not owns(seen.job, pod) or pod.version < draft.status.version:
             continue
-        task, index = podview.task_of(pod), podview.index_of(pod)
-        if task is not None and index is not None:
-            draft.status.recorded_succeeded.setdefault(task, set()).add(index)
-
-
-def owned(job: Job, pod: Mapping[str, Any]) -> bool:
-    owner = podview.controller_uid(pod)
-    if owner is not None:
-        return owner == job.uid
-    return podview.labels_of(pod).get(labels.JOB_NAME_KEY) == job.name
+        if pod.task is not None and pod.index is not None:
+            draft.status.recorded_succeeded.setdefault(pod.task, set()).add(pod.index)
 
 
 def owns(job: Job, pod: JobPod) -> bool:
-    """`owned`, of a pod read once."""
+    """The job's own pod: controlled by the job's uid, or (no controller) labelled with its
+    name."""
     if pod.owner_uid is not None:
         return pod.owner_uid == job.uid
     return pod.job_label == job.name
