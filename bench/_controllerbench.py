@@ -22,7 +22,7 @@ import yaml
 
 from kubeio.client import PODS, Kube, Resource
 from kubeio.errors import AlreadyExistsError, NotFoundError
-from localcluster.testing import LocalCluster, running_cluster, tools_env, vcjob_executable
+from localcluster.running import LocalCluster, running_cluster, tools_env, vcjob_executable
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 

@@ -33,7 +33,7 @@ from _controllerbench import process_cpu_seconds, status_mb
 
 from kubeio.client import JOBS, QUEUES, Kube, Resource
 from kubeio.errors import AlreadyExistsError, KubeError
-from localcluster.testing import free_port, running_cluster
+from localcluster.running import free_port, running_cluster
 from shared import certgen, labels
 
 ADMISSION_LABEL: Final = "bench.vcjob.io/admission"

@@ -52,7 +52,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(H
 import _controllerbench as bench  # noqa: E402
 
 from kubeio.client import JOBS, PODS, Kube  # noqa: E402
-from localcluster.testing import LocalCluster  # noqa: E402
+from localcluster.running import LocalCluster  # noqa: E402
 
 ROOT = HERE.parent
 CHART_VALUES = ROOT / "charts" / "vcjob" / "values.yaml"

@@ -42,6 +42,7 @@ import philly_trace  # noqa: E402
 
 TraceJob = philly_trace.TraceJob
 
+from localcluster.running import running_cluster  # noqa: E402
 from localcluster.simulator.client import (  # noqa: E402
     EVENTS,
     PODS,
@@ -50,7 +51,6 @@ from localcluster.simulator.client import (  # noqa: E402
     Resource,
     WatchExpiredError,
 )
-from localcluster.testing import running_cluster  # noqa: E402
 
 JOBS = Resource("batch.volcano.sh", "v1alpha1", "jobs", namespaced=True)
 NAMESPACE = "default"

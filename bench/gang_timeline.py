@@ -50,7 +50,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(H
 from _controllerbench import Profiler, process_cpu_seconds, status_mb  # noqa: E402
 
 from kubeio.client import JOBS, PODGROUPS, PODS, Kube, Resource  # noqa: E402
-from localcluster.testing import (  # noqa: E402
+from localcluster.running import (  # noqa: E402
     LocalCluster,
     running_cluster,
     tools_env,

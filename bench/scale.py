@@ -40,7 +40,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(H
 import _controllerbench as bench  # noqa: E402
 
 from kubeio.client import JOBS, Kube  # noqa: E402
-from localcluster.testing import LocalCluster  # noqa: E402
+from localcluster.running import LocalCluster  # noqa: E402
 
 HISTOGRAM = "controller_runtime_reconcile_time_seconds"
 SKIPS = "vcjob_resync_skipped_jobs_total"

@@ -523,7 +523,7 @@ def real_load_lines(volcano: Path | None, runs: int, seconds: int) -> list[str]:
     sys.path.append(str(here))
     from _webhookload import Settings, run
 
-    from localcluster.testing import vcjob_executable
+    from localcluster.running import vcjob_executable
 
     return run(Settings(vcjob_executable(), volcano, runs, seconds))
 

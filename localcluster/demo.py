@@ -15,8 +15,8 @@ from typing import Any
 import click
 import yaml
 
+from localcluster.running import ClusterStartError, LocalCluster, running_cluster
 from localcluster.simulator.client import ApiError, Resource
-from localcluster.testing import ClusterStartError, LocalCluster, running_cluster
 from localcluster.tools import PROJECT_ROOT, tool_path
 
 EXAMPLE = PROJECT_ROOT / "examples" / "demo-job.yaml"

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import yaml
 
-from localcluster import testing
-from localcluster.testing import running_cluster
+from localcluster import running
+from localcluster.running import running_cluster
 
 SUITES = ("admission", "jobp", "jobseq", "cronjob", "vcctl", "schedulingbase", "schedulingaction")
 # The vcctl suite runs Volcano's own vcctl binary (--vcctl) against the cluster.
@@ -215,8 +215,8 @@ class VolcanoScheduler:
             "--scheduler-name=volcano",
             "--schedule-period=1s",
             "--leader-elect=false",
-            f"--listen-address=127.0.0.1:{testing.free_port()}",
-            f"--healthz-address=127.0.0.1:{testing.free_port()}",
+            f"--listen-address=127.0.0.1:{running.free_port()}",
+            f"--healthz-address=127.0.0.1:{running.free_port()}",
             f"--cache-dump-dir={paths.cache_dump_dir}",
             f"--plugins-dir={paths.plugins_dir}",
             "-v=3",
@@ -478,7 +478,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     # Several clusters starting at once on a busy machine take longer than a test's minute.
-    testing.STARTUP_TIMEOUT = max(testing.STARTUP_TIMEOUT, 300.0)
+    running.STARTUP_TIMEOUT = max(running.STARTUP_TIMEOUT, 300.0)
     print(f"Volcano {volcano_version(args.volcano_src)} from {args.volcano_src}", flush=True)
     binaries = {s: build_suite(args.volcano_src, s, args.cache, args.rebuild) for s in args.suite}
     if args.volcano_scheduler:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from volcano_e2e import build_command, default_cache  # noqa: E402
 
-from localcluster.testing import LocalCluster, running_cluster, vcjob_executable  # noqa: E402
+from localcluster.running import LocalCluster, running_cluster, vcjob_executable  # noqa: E402
 
 JOBS_FILE = ROOT / "tests" / "data" / "volcano_takeover" / "jobs.yaml"
 KINDS = "vcjob,podgroups.scheduling.volcano.sh,pods,services,configmaps,secrets,networkpolicies"

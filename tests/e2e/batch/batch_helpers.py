@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from localcluster import testing
-from localcluster.testing import LocalCluster, tools_env
+from localcluster.running import LocalCluster, tools_env
+from tests.support import polling
 
 WAIT = 60.0
 BIN = Path(sys.executable).parent
@@ -43,7 +43,7 @@ def get_json(cluster: LocalCluster, *args: str) -> Any:
     return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
 
 
-wait_for = functools.partial(testing.wait_for, timeout=WAIT)
+wait_for = functools.partial(polling.wait_for, timeout=WAIT)
 
 
 def job_manifest(name: str, queue: str = "default", replicas: int = 1) -> str:

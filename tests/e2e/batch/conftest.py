@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.running import LocalCluster, running_cluster
 
 # The test modules import their helpers as `batch_helpers`.
 sys.path.insert(0, str(Path(__file__).resolve().parent))

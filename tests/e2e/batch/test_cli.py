@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from batch_helpers import BIN, get_json, job_manifest, run_script, script_env, wait_for
 
-from localcluster.testing import LocalCluster
+from localcluster.running import LocalCluster
 
 pytestmark = pytest.mark.e2e
 

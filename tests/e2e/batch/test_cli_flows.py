@@ -14,7 +14,7 @@ import pytest
 import yaml
 from batch_helpers import get_json, job_manifest, run_script, script_env, wait_for
 
-from localcluster.testing import LocalCluster
+from localcluster.running import LocalCluster
 
 pytestmark = pytest.mark.e2e
 

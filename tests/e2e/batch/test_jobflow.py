@@ -11,7 +11,7 @@ import pytest
 import yaml
 from batch_helpers import get_json, wait_for
 
-from localcluster.testing import LocalCluster
+from localcluster.running import LocalCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

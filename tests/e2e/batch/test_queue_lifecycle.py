@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from batch_helpers import get_json, job_manifest, run_script, wait_for
 
-from localcluster.testing import LocalCluster, ToolError
+from localcluster.running import LocalCluster, ToolError
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from batch_helpers import get_json, wait_for
 
-from localcluster.testing import LocalCluster
+from localcluster.running import LocalCluster
 
 pytestmark = pytest.mark.e2e
 

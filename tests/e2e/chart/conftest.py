@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.running import LocalCluster, running_cluster
 
 Helm = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from localcluster.testing import LocalCluster
+from localcluster.running import LocalCluster
 from localcluster.tools import PROJECT_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

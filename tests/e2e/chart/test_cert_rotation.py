@@ -22,9 +22,10 @@ import httpx
 import pytest
 from cryptography import x509
 
-from localcluster.testing import free_port, wait_for
+from localcluster.running import free_port
 from shared import certgen
 from shared.labels import VALIDATE_PATH
+from tests.support.polling import wait_for
 from webhook.selfcerts import write_atomically
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

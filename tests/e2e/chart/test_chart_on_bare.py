@@ -30,8 +30,8 @@ import pytest
 import yaml
 from cryptography import x509
 
-from localcluster import controlplane, kubebin, testing
-from localcluster.testing import (
+from localcluster import controlplane, kubebin
+from localcluster.running import (
     LocalCluster,
     free_port,
     running_cluster,
@@ -40,6 +40,7 @@ from localcluster.testing import (
 )
 from localcluster.tools import PROJECT_ROOT, tool_path
 from shared import certgen, labels
+from tests.support import polling
 from tests.support.leastprivilege import chart_grants, read_audit_log, refused, unused_grants
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -123,7 +124,7 @@ def kubectl_json(cluster: LocalCluster, *args: str) -> dict[str, Any]:
     return document
 
 
-wait_for = functools.partial(testing.wait_until, timeout=WAIT)
+wait_for = functools.partial(polling.wait_until, timeout=WAIT)
 
 
 def job_phase(cluster: LocalCluster, name: str) -> str:

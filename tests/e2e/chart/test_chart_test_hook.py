@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from localcluster import testing
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.running import LocalCluster, running_cluster
 from localcluster.tools import PROJECT_ROOT
+from tests.support import polling
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -31,7 +31,7 @@ TEST_ACCOUNT = "vcjob-test"
 PASSED = "PASS: the webhook denied the invalid Job"
 WAIT = 120.0
 
-wait_for = functools.partial(testing.wait_until, timeout=WAIT)
+wait_for = functools.partial(polling.wait_until, timeout=WAIT)
 
 
 @pytest.fixture(scope="module")

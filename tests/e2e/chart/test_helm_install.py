@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from localcluster.testing import LocalCluster, wait_until
+from localcluster.running import LocalCluster
 from localcluster.tools import PROJECT_ROOT
 from shared import certgen
+from tests.support.polling import wait_until
 from webhook.selfcerts import SelfManagedCerts, service_dns_names
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

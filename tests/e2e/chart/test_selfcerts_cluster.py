@@ -13,7 +13,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from localcluster.testing import LocalCluster
+from localcluster.running import LocalCluster
 from webhook.selfcerts import SelfManagedCerts, service_dns_names
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ from controller.job.decide import podview
 from kubeio.client import PODS, Kube, Resource
 from kubeio.errors import KubeError, TransientError
 from localcluster.clusterdir import COMPONENTS_KUBECONFIG_FILE, LOG_DIR
-from localcluster.testing import LocalCluster, tools_env, vcjob_executable
+from localcluster.running import LocalCluster, tools_env, vcjob_executable
 from shared import labels
 
 

@@ -23,14 +23,10 @@ import pytest
 from controller.job.decide import podview
 from kubeio.client import JOBS, PODS, Kube
 from kubeio.errors import KubeError
-from localcluster.testing import (
-    LocalCluster,
-    running_cluster,
-    wait_for,
-    wait_until,
-)
+from localcluster.running import LocalCluster, running_cluster
 from shared import labels
 from tests.e2e.controller.faultsuite_support import FaultyController, PodWatch, retrying
+from tests.support.polling import wait_for, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -42,7 +42,7 @@ from controller.jobflow.shell.loop import JOBFLOWS, JOBTEMPLATES
 from controller.workloads.shell import BATCH_JOBS, REPLICASETS
 from kubeio.client import JOBS, PODGROUPS, PODS, Kube, Resource
 from kubeio.errors import KubeError
-from localcluster.testing import LocalCluster, running_cluster, wait_for
+from localcluster.running import LocalCluster, running_cluster
 from shared import labels
 from tests.e2e.controller.faultsuite_support import (
     AddedWatch,
@@ -51,6 +51,7 @@ from tests.e2e.controller.faultsuite_support import (
     faults_injected,
     retrying,
 )
+from tests.support.polling import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

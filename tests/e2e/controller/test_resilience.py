@@ -20,14 +20,14 @@ import pytest
 
 from kubeio.client import EVENTS, JOBS, LEASES, PODS, Kube
 from kubeio.errors import KubeError, NotFoundError
-from localcluster.testing import (
+from localcluster.running import (
     LocalCluster,
     free_port,
     running_cluster,
     tools_env,
     vcjob_executable,
-    wait_until,
 )
+from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

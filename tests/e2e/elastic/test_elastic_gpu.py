@@ -21,8 +21,8 @@ import pytest
 import yaml
 from kubernetes import client
 
-from localcluster import testing
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.running import LocalCluster, running_cluster
+from tests.support import polling
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -133,7 +133,7 @@ class Recorder:
     def wait_for(
         self, what: str, condition: Callable[[dict[str, Any]], bool], timeout: float
     ) -> None:
-        testing.wait_for(lambda: self.latest, condition, what, timeout, interval=0.2)
+        polling.wait_for(lambda: self.latest, condition, what, timeout, interval=0.2)
 
 
 def elastic_rounds(cluster: LocalCluster) -> float:
@@ -199,7 +199,7 @@ def test_elastic_jobs_share_gpus_with_a_job_that_comes_and_goes(cluster: LocalCl
         )
         # Three more rounds of the autoscaler: nothing moves once the cluster is full.
         rounds = elastic_rounds(cluster)
-        testing.wait_until(
+        polling.wait_until(
             "three more elastic rounds", lambda: elastic_rounds(cluster) >= rounds + 3, 60
         )
         assert elastic(recorder.sample()) == 8

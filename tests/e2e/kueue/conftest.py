@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.running import LocalCluster, running_cluster
 
 QUEUES = """
 apiVersion: kueue.x-k8s.io/v1beta2

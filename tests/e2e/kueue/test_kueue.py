@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from localcluster import testing
-from localcluster.testing import LocalCluster, tools_env, wait_until
+from localcluster.running import LocalCluster, tools_env
 from shared import labels
+from tests.support import polling
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -140,7 +141,7 @@ def test_kueue_admits_one_job_at_a_time_and_preempts_by_priority(
     assert first["spec"]["suspend"] is False  # created suspended by the webhook, then admitted
 
     cluster.kubectl(*create, input=manifest("second", runtime="600s"))
-    reason = testing.wait_for(
+    reason = polling.wait_for(
         lambda: suspended_message(cluster, namespace, "second"),
         lambda message: "insufficient unused quota" in message,
         "second waiting for quota with Kueue's reason",

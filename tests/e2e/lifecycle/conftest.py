@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.running import LocalCluster, running_cluster
 
 
 @pytest.fixture(scope="module")

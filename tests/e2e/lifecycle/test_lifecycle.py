@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from kubernetes import client as kube_client
 
-from localcluster.testing import LocalCluster, tools_env, wait_for
+from localcluster.running import LocalCluster, tools_env
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.testing import running_cluster
+from localcluster.running import running_cluster
 from localcluster.tools import PROJECT_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

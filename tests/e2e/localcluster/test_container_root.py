@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster import testing
+from localcluster.running import LocalCluster, running_cluster
 from localcluster.simulator.runtime import runtime_available
-from localcluster.testing import LocalCluster, running_cluster
+from tests.support import polling
 
 pytestmark = [
     pytest.mark.e2e,
@@ -137,7 +137,7 @@ def test_pods_mount_inside_their_own_root_and_leave_the_host_as_it_was(
         return str(document.get("status", {}).get("phase", ""))
 
     for name in ("as-directory", "as-file"):
-        testing.wait_until(
+        polling.wait_until(
             f"{name} to finish", lambda name=name: phase(name) in ("Succeeded", "Failed")
         )
     results = {}

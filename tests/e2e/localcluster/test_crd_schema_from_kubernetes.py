@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from localcluster import kubebin
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.running import LocalCluster, running_cluster
 from shared import kubeschema
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localcluster.testing import running_cluster, wait_until
+from localcluster.running import running_cluster
 from localcluster.tools import PROJECT_ROOT
+from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.testing import tools_env
+from localcluster.running import tools_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

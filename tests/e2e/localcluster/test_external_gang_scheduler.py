@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from kubernetes import client as kube_client
 
-from localcluster.testing import LocalCluster, running_cluster, wait_for
+from localcluster.running import LocalCluster, running_cluster
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

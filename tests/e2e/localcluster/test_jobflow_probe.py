@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster import testing
+from localcluster.running import LocalCluster, running_cluster
 from localcluster.simulator.runtime import runtime_available
-from localcluster.testing import LocalCluster, running_cluster
+from tests.support import polling
 
 pytestmark = [
     pytest.mark.e2e,
@@ -33,7 +33,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("", 8080), Handler).serve_forever()
 """
 
-wait_for = functools.partial(testing.wait_for, timeout=WAIT)
+wait_for = functools.partial(polling.wait_for, timeout=WAIT)
 
 
 @pytest.fixture(scope="module")

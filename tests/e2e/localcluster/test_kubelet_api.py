@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster import testing
+from localcluster.running import LocalCluster, running_cluster, tools_env
 from localcluster.simulator.runtime import runtime_available
-from localcluster.testing import LocalCluster, running_cluster, tools_env
 from localcluster.tools import tool_path
+from tests.support import polling
 
 pytestmark = [
     pytest.mark.e2e,
@@ -114,7 +114,7 @@ def pod_manifest(name: str, *containers: dict[str, Any], **spec: Any) -> str:
     return yaml.safe_dump(document)
 
 
-wait_for = functools.partial(testing.wait_until, timeout=WAIT)
+wait_for = functools.partial(polling.wait_until, timeout=WAIT)
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +230,7 @@ def wait_ticks(running: Running, what: str, done: Callable[[list[int]], bool]) -
         return running.ticks()
 
     try:
-        found: list[int] = testing.wait_for(ticks, done, what, WAIT, interval=0.1)
+        found: list[int] = polling.wait_for(ticks, done, what, WAIT, interval=0.1)
     except AssertionError as failed:
         raise AssertionError(f"{failed}\n{running.output()}") from None
     return found

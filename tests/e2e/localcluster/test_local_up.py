@@ -12,14 +12,9 @@ from pathlib import Path
 import pytest
 
 from localcluster.clusterdir import KUBE_CACHE_DIR
-from localcluster.testing import (
-    UP_LOG,
-    LocalCluster,
-    running_cluster,
-    vcjob_executable,
-    wait_for,
-)
+from localcluster.running import UP_LOG, LocalCluster, running_cluster, vcjob_executable
 from localcluster.tools import TOOLS_BIN
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

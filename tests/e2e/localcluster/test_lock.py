@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from localcluster.clusterdir import KUBECONFIG_FILE, STATE_FILE
-from localcluster.testing import tools_env, vcjob_executable, wait_until
+from localcluster.running import tools_env, vcjob_executable
+from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -18,11 +18,11 @@ import httpx
 import pytest
 import yaml
 
-from localcluster import testing
+from localcluster.running import LocalCluster, running_cluster
 from localcluster.simulator import podnet
 from localcluster.simulator.runtime import runtime_available
 from localcluster.simulator.sandbox import NETWORK_STATE_DIR, running_node_agents
-from localcluster.testing import LocalCluster, running_cluster
+from tests.support import polling
 
 pytestmark = [
     pytest.mark.e2e,
@@ -43,7 +43,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("", 8080), Handler).serve_forever()
 """
 
-wait_for = functools.partial(testing.wait_until, timeout=WAIT)
+wait_for = functools.partial(polling.wait_until, timeout=WAIT)
 
 
 def pod(name: str, image: str = "python:3", labels: dict[str, str] | None = None) -> str:

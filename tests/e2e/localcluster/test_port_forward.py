@@ -13,9 +13,10 @@ import httpx
 import pytest
 import yaml
 
+from localcluster.running import LocalCluster, running_cluster, tools_env
 from localcluster.simulator.runtime import runtime_available
-from localcluster.testing import LocalCluster, running_cluster, tools_env, wait_for
 from localcluster.tools import tool_path
+from tests.support.polling import wait_for
 
 pytestmark = [
     pytest.mark.e2e,

@@ -14,10 +14,10 @@ import httpx
 import pytest
 import yaml
 
-from localcluster import testing
+from localcluster.running import LocalCluster, running_cluster
 from localcluster.simulator import podnet
 from localcluster.simulator.runtime import runtime_available
-from localcluster.testing import LocalCluster, running_cluster
+from tests.support import polling
 
 pytestmark = [
     pytest.mark.e2e,
@@ -86,7 +86,7 @@ def get(cluster: LocalCluster, *args: str) -> dict[str, Any]:
     return document
 
 
-wait_for = functools.partial(testing.wait_until, timeout=WAIT)
+wait_for = functools.partial(polling.wait_until, timeout=WAIT)
 
 
 def container_status(cluster: LocalCluster, name: str) -> dict[str, Any]:

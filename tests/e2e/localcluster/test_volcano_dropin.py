@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster import testing
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.running import LocalCluster, running_cluster
+from tests.support import polling
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +48,7 @@ def get(kubectl: Kubectl, *what: str) -> Any:
     return json.loads(kubectl("get", *what, "-o", "json").stdout)
 
 
-wait_for = functools.partial(testing.wait_for, timeout=WAIT)
+wait_for = functools.partial(polling.wait_for, timeout=WAIT)
 
 
 def phase(job: dict[str, Any]) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from localcluster import testing
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.running import LocalCluster, running_cluster
+from tests.support import polling
 
 pytestmark = pytest.mark.e2e
 
@@ -53,7 +53,7 @@ def kubectl(cluster: LocalCluster) -> Kubectl:
 
 
 def wait_for(read: Callable[[], Any], done: Callable[[Any], bool], what: str) -> Any:
-    return testing.wait_for(read, done, what, WAIT, interval=0.2)
+    return polling.wait_for(read, done, what, WAIT, interval=0.2)
 
 
 def items(kubectl: Kubectl, kind: str, selector: str) -> list[dict[str, Any]]:

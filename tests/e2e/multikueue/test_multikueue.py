@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from localcluster import testing
-from localcluster.testing import LocalCluster, running_cluster, tools_env, wait_until
+from localcluster.running import LocalCluster, running_cluster, tools_env
 from shared import labels
+from tests.support import polling
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -96,7 +97,7 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
             )
         )
         for name in workers:
-            testing.wait_for(
+            polling.wait_for(
                 lambda n=name: get(manager, "multikueuecluster", n),
                 lambda found: _true(found, "Active"),
                 f"MultiKueueCluster {name} connected",
@@ -284,7 +285,7 @@ def test_two_jobs_land_on_the_two_workers_and_complete_with_their_status_mirrore
 
 def test_a_job_no_worker_has_room_for_waits_with_the_workers_reasons(clusters: Clusters) -> None:
     submit(clusters, manifest("too-big", cpu="3"))
-    explained = testing.wait_for(
+    explained = polling.wait_for(
         lambda: why(clusters, "too-big"),
         lambda text: text.count("insufficient quota for cpu") == 2,
         "both workers' reasons in `vcjob job why`",

@@ -13,7 +13,8 @@ import pytest
 from kubernetes import client as kube_client
 from kubernetes import watch
 
-from localcluster.testing import LocalCluster, wait_for
+from localcluster.running import LocalCluster
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

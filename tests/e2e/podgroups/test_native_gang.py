@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from localcluster import controlplane, kubebin
-from localcluster.testing import LocalCluster, tools_env, wait_for
+from localcluster.running import LocalCluster, tools_env
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 # The gang API is served from Kubernetes 1.37 (the pinned release); on older releases (the manual

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from localcluster.testing import LocalCluster, wait_for
+from localcluster.running import LocalCluster
 from shared.labels import QUEUE_ALLOCATION_GATE_KEY
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from localcluster.testing import LocalCluster, wait_for
+from localcluster.running import LocalCluster
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster import testing
-from localcluster.testing import LocalCluster
+from localcluster.running import LocalCluster
+from tests.support import polling
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -52,7 +52,7 @@ def test_a_flow_waiting_for_its_templates_can_be_updated_as_created(
     )
     # The controller has looked at the flow twice (it retries a missing template every few
     # seconds), so whatever its first look wrote is written by now.
-    testing.wait_for(
+    polling.wait_for(
         lambda: flow_events(cluster, namespace, "grows"),
         lambda events: events and events[0].get("count", 1) >= 2,
         "two JobTemplateNotFound events on the flow",
@@ -78,7 +78,7 @@ def test_open_queues_are_deleted_as_volcano_deletes_them(cluster: LocalCluster) 
         "spec": {"weight": 1},
     }
     cluster.kubectl("create", "-f", "-", input=json.dumps(queue))
-    testing.wait_for(
+    polling.wait_for(
         lambda: get_json(cluster, "queue", name).get("status", {}).get("state"),
         lambda state: state == "Open",
         f"queue {name} to be Open",
@@ -89,7 +89,7 @@ def test_open_queues_are_deleted_as_volcano_deletes_them(cluster: LocalCluster) 
     kept = cluster.kubectl("delete", "queue", "default", "--wait=false", check=False)
     assert kept.returncode != 0
     assert "`default` queue can not be deleted" in kept.stderr
-    testing.wait_until(
+    polling.wait_until(
         f"queue {name} to be gone",
         lambda: cluster.kubectl("get", "queue", name, check=False).returncode != 0,
         timeout=WAIT,
@@ -116,7 +116,7 @@ def test_child_queues_share_what_their_parent_has(cluster: LocalCluster) -> None
         "-",
         input=make_queue(lab, "root", deserved={"cpu": "4"}, capability={"cpu": "8"}),
     )
-    testing.wait_until(
+    polling.wait_until(
         f"the webhook's cache to know queue {lab}",
         lambda: (
             cluster.kubectl(
@@ -127,7 +127,7 @@ def test_child_queues_share_what_their_parent_has(cluster: LocalCluster) -> None
         timeout=WAIT,
     )
     cluster.kubectl("create", "-f", "-", input=make_queue(team_a, lab, deserved={"cpu": "3"}))
-    testing.wait_until(
+    polling.wait_until(
         f"the webhook's cache to know queue {team_a}",
         lambda: (
             cluster.kubectl("delete", "queue", lab, "--dry-run=server", check=False).returncode != 0
@@ -182,13 +182,13 @@ def test_a_batch_job_podgroup_is_completed_once_its_pods_finished(
     }
     cluster.kubectl("create", "-f", "-", input=json.dumps(job))
     uid = get_json(cluster, "job.batch", "short", "-n", namespace)["metadata"]["uid"]
-    testing.wait_for(
+    polling.wait_for(
         lambda: get_json(cluster, "job.batch", "short", "-n", namespace).get("status", {}),
         lambda status: status.get("succeeded") == 2,
         "the Job to succeed",
         timeout=WAIT,
     )
-    group = testing.wait_for(
+    group = polling.wait_for(
         lambda: get_json(
             cluster, "podgroups.scheduling.volcano.sh", f"podgroup-{uid}", "-n", namespace
         ),
@@ -197,7 +197,7 @@ def test_a_batch_job_podgroup_is_completed_once_its_pods_finished(
         timeout=WAIT,
     )
     assert group["status"].get("succeeded") == 2
-    testing.wait_until(
+    polling.wait_until(
         "the default queue to count a completed PodGroup",
         lambda: (
             (get_json(cluster, "queue", "default").get("status") or {}).get("completed", 0) >= 1
@@ -211,7 +211,7 @@ def test_a_hierarchy_is_at_most_five_queues_deep(cluster: LocalCluster) -> None:
     parent = "root"
     for level in range(1, 6):
         name = f"level{level}-{tag}"
-        testing.wait_until(
+        polling.wait_until(
             f"queue {name} to be admitted under {parent}",
             lambda name=name, parent=parent: (
                 cluster.kubectl(
@@ -223,7 +223,7 @@ def test_a_hierarchy_is_at_most_five_queues_deep(cluster: LocalCluster) -> None:
         )
         parent = name
     sixth = f"level6-{tag}"
-    refused = testing.wait_for(
+    refused = polling.wait_for(
         lambda: cluster.kubectl("create", "-f", "-", input=make_queue(sixth, parent), check=False),
         lambda result: "failed to get parent queue" not in result.stderr,
         f"the webhook's cache to know queue {parent}",

@@ -16,13 +16,8 @@ import pytest
 from controller.job.shell.runner import Controller
 from controller.settings import Settings
 from kubeio.client import JOBS, PODGROUPS, PODS, Kube
-from localcluster.testing import (
-    LocalCluster,
-    running_cluster,
-    tools_env,
-    vcjob_executable,
-    wait_until,
-)
+from localcluster.running import LocalCluster, running_cluster, tools_env, vcjob_executable
+from tests.support.polling import wait_until
 
 WAIT = 60.0
 _names = itertools.count()

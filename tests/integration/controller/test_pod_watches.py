@@ -8,7 +8,8 @@ from typing import Any
 from controller.workloads.shell import PodGroupController
 from kubeio.client import PODS, Kube
 from kubeio.events import EventRecorder
-from localcluster.testing import LocalCluster, wait_until
+from localcluster.running import LocalCluster
+from tests.support.polling import wait_until
 
 
 def pod(name: str, labels: dict[str, str]) -> dict[str, Any]:

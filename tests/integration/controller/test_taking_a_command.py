@@ -7,7 +7,7 @@ import pytest
 
 from kubeio.client import COMMANDS, Kube
 from kubeio.errors import NotFoundError
-from localcluster.testing import LocalCluster
+from localcluster.running import LocalCluster
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from localcluster import controlplane, kubebin
-from localcluster.testing import free_port, wait_until
+from localcluster.running import free_port
+from tests.support.polling import wait_until
 
 STARTUP_TIMEOUT = 90.0
 

@@ -25,7 +25,7 @@ import pytest
 
 from localcluster import kubebin
 from localcluster.faultproxy import FaultProxy
-from localcluster.testing import wait_for, wait_until
+from tests.support.polling import wait_for, wait_until
 
 pytestmark = pytest.mark.slow
 

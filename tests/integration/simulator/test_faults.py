@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from localcluster.running import running_cluster
 from localcluster.simulator.client import PODS
-from localcluster.testing import running_cluster, wait_for
+from tests.support.polling import wait_for
 
 
 def test_pods_run_to_completion_despite_api_faults(tmp_path: Path) -> None:

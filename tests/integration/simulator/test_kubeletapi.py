@@ -33,7 +33,7 @@ from localcluster.simulator.images import ImageMapping
 from localcluster.simulator.kubeletapi import KubeletServer
 from localcluster.simulator.kubeletpods import NodePods, PodEntry
 from localcluster.simulator.runtime import ProcessRuntime, runtime_available
-from localcluster.testing import wait_until
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.skipif(runtime_available() is not None, reason=str(runtime_available()))
 

@@ -23,7 +23,7 @@ import pytest
 from localcluster.simulator import podnet
 from localcluster.simulator.runtime import runtime_available
 from localcluster.simulator.sandbox import NodeNetwork, PodLink, running_node_agents
-from localcluster.testing import wait_until
+from tests.support.polling import wait_until
 
 MISSING = runtime_available() or (None if shutil.which("ip") else "iproute2 is not installed")
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))

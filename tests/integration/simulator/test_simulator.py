@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from localcluster import testing
+from localcluster.running import LocalCluster, running_cluster
 from localcluster.simulator.client import PODGROUPS, PODS, ApiError, KubeClient
-from localcluster.testing import LocalCluster, running_cluster
+from tests.support import polling
 
 WAIT = 60.0  # generous: two workers each start clusters on a small CI machine
 
@@ -71,7 +71,7 @@ def make_pod(
 
 
 def wait_for(read: Any, done: Any, what: str, timeout: float = WAIT, interval: float = 0.1) -> Any:
-    return testing.wait_for(read, done, what, timeout, interval)
+    return polling.wait_for(read, done, what, timeout, interval)
 
 
 def phase_of(obj: dict[str, Any]) -> str:

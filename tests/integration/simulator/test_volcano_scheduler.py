@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from localcluster.running import LocalCluster, running_cluster
 from localcluster.simulator.client import (
     EVENTS,
     NODES,
@@ -18,7 +19,6 @@ from localcluster.simulator.client import (
     ApiError,
     KubeClient,
 )
-from localcluster.testing import LocalCluster, running_cluster
 from tests.integration.simulator.test_simulator import make_pod, phase_of, wait_for
 
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from localcluster.running import running_cluster
 from localcluster.simulator.client import PODS, KubeClient
-from localcluster.testing import running_cluster, wait_for
+from tests.support.polling import wait_for
 
 WAIT = 60.0
 

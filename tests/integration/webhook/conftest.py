@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from localcluster.testing import LocalCluster, running_cluster
+from localcluster.running import LocalCluster, running_cluster
 
 VCJOB = str(Path(sys.executable).with_name("vcjob"))
 START_TIMEOUT = 60.0

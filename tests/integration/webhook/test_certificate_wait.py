@@ -18,8 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from localcluster.testing import free_port, wait_until
+from localcluster.running import free_port
 from shared import certgen
+from tests.support.polling import wait_until
 
 VCJOB = str(Path(sys.executable).with_name("vcjob"))
 

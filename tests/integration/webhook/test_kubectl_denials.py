@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localcluster.testing import LocalCluster
+from localcluster.running import LocalCluster
 from shared.fielderrors import render
 from shared.models import Queue
 from webhook.job.create import validate_create

@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from localcluster.testing import LocalCluster, wait_until
+from localcluster.running import LocalCluster
+from tests.support.polling import wait_until
 
 
 def create(cluster: LocalCluster, obj: dict[str, Any], *args: str) -> Any:

@@ -1,12 +1,14 @@
-"""A local cluster for tests: `vcjob local up` in a subprocess on a free port.
+"""A running local cluster driven from a Python process: `vcjob local up` in a subprocess on a free
+port, with the pinned kubectl and helm pointed at it. The demo (`make demo`), the benchmarks
+(bench/), the scripts (scripts/) and the tests all start their clusters this way.
 
-    with running_cluster(tmp_path) as cluster:
+    with running_cluster(workdir) as cluster:
         cluster.kubectl("create", "-f", "examples/demo-job.yaml")
         api = kubernetes.client.CustomObjectsApi(cluster.api_client())
 
 The context manager returns once the API server answers, the CRDs are served and (with the webhook)
 the webhook configurations are registered. On exit it sends SIGTERM, kills what is left after a
-deadline, and when the block raised, prints the cluster's logs to stderr for the test report.
+deadline, and when the block raised, prints the cluster's logs to stderr (for a test report, say).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -294,44 +296,3 @@ def running_cluster(
         raise
     else:
         _stop(cluster)
-
-
-def wait_for(
-    read: Callable[[], Any],
-    done: Callable[[Any], bool],
-    what: str,
-    timeout: float = 60.0,
-    interval: float = 0.3,
-    *,
-    retry_on: tuple[type[Exception], ...] = (),
-) -> Any:
-    """Poll `read()` until `done` holds for what it returned; return that, or fail naming `what`
-    and the last value seen. The one poll-with-a-deadline of vcjob's tests: `interval` is the
-    pause between reads, and an exception of a `retry_on` type counts as "not yet" (a server
-    that is restarting, say) and is shown as the last value."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = read()
-        except retry_on as exc:
-            last = exc
-        else:
-            if done(last):
-                return last
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last seen: {last!r}")
-
-
-def wait_until(
-    what: str,
-    check: Callable[[], Any],
-    timeout: float = 60.0,
-    interval: float = 0.3,
-    *,
-    retry_on: tuple[type[Exception], ...] = (),
-) -> Any:
-    """Poll `check()` until it returns something true, and return that; or fail naming `what`."""
-    return wait_for(check, bool, what, timeout, interval, retry_on=retry_on)
