@@ -38,3 +38,9 @@ def dumps(value: Any) -> bytes:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(value, separators=(",", ":")).encode()
+
+
+def copy_tree(value: Any) -> Any:
+    """An independent copy of a JSON value (what `dumps` writes, read back): several times
+    faster than `copy.deepcopy` on an API object such as a pod template."""
+    return loads(dumps(value))

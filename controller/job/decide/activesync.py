@@ -32,10 +32,10 @@ from shared.wire import WireObject
 PVC_RECHECK = timedelta(seconds=10)
 
 
-def sync(seen: JobRound, draft: Draft) -> None:
+def sync(seen: JobRound, draft: Draft) -> Draft:
     s = draft.status
     if s.reason == suspension.STATE_REASON and s.phase == JobPhase.PENDING:
-        steps.set_phase(
+        draft, _ = steps.set_phase(
             seen,
             draft,
             JobPhase.PENDING,
@@ -48,23 +48,24 @@ def sync(seen: JobRound, draft: Draft) -> None:
         seen.observed.children,
         seen.observed.missing_pvcs,
     )
-    s.controlled.update(vplan.controlled)
+    if vplan.controlled:
+        controlled = {**draft.status.controlled, **vplan.controlled}
+        draft = draft._replace(status=draft.status._replace(controlled=controlled))
     if vplan.missing:
         # difference 15: wait for the user's PVC, never terminate because of it.
-        draft.missing_pvcs = list(vplan.missing)
+        draft = draft._replace(missing_pvcs=tuple(vplan.missing))
         names = ", ".join(vplan.missing)
-        if s.phase == JobPhase.PENDING:
-            steps.set_phase(
+        if draft.status.phase == JobPhase.PENDING:
+            draft, _ = steps.set_phase(
                 seen,
                 draft,
                 JobPhase.PENDING,
                 "PVCNotFound",
                 f"PersistentVolumeClaim {names} not found; the job stays Pending until it exists",
             )
-        draft.requeue.append(PVC_RECHECK)
-        return
-    if s.reason == "PVCNotFound":
-        steps.set_phase(
+        return steps.requeue(draft, PVC_RECHECK)
+    if draft.status.reason == "PVCNotFound":
+        draft, _ = steps.set_phase(
             seen, draft, JobPhase.PENDING, "PVCFound", "every PersistentVolumeClaim exists"
         )
     volume_effects = Effects(
@@ -77,11 +78,11 @@ def sync(seen: JobRound, draft: Draft) -> None:
         steps.NOTHING if warning is None else steps.event("Warning", "PodGroupPending", warning)
     )
     native_groups, gang_effects = sync_native_gang(seen)
-    steps.add(draft, volume_effects + group_effects + pending + gang_effects)
-    scale_down(seen, draft)
+    draft = steps.add(draft, volume_effects + group_effects + pending + gang_effects)
+    draft = scale_down(seen, draft)
     if gang.gate_open(seen.job.spec.scheduler_name, seen.settings.gang_schedulers, pg):
-        steps.add_pods(seen, draft, missing_pods(seen, draft, vplan.claims, native_groups))
-    transitions(seen, draft)
+        draft = steps.add_pods(seen, draft, missing_pods(seen, draft, vplan.claims, native_groups))
+    return transitions(seen, draft)
 
 
 def sync_pod_group(seen: JobRound, draft: Draft) -> tuple[WireObject | None, Effects]:
@@ -182,9 +183,9 @@ def report_partial(seen: JobRound, gangs: list[nativegang.TaskGang]) -> Effects:
     )
 
 
-def scale_down(seen: JobRound, draft: Draft) -> None:
+def scale_down(seen: JobRound, draft: Draft) -> Draft:
     replicas = {name: t.replica_count for name, t in seen.tasks.items()}
-    steps.kill(seen, draft, scaling.extra_pods(seen.pods, replicas))
+    return steps.kill(seen, draft, scaling.extra_pods(seen.pods, replicas))
 
 
 def missing_pods(
@@ -202,7 +203,7 @@ def missing_pods(
         retry_count=draft.status.retry_count,
         pod_group=labels.pod_group_name(seen.job.name, seen.job.uid),
         claims=claims,
-        plugins=steps.plugins(seen, draft),
+        plugins=list(seen.plugins),
         attempt=attempts.current_index(draft.status.attempts),
         native_pod_groups=native_pod_groups or {},
     )
@@ -210,7 +211,7 @@ def missing_pods(
     for task_name, task in seen.tasks.items():
         if not dependson.can_create(seen.job, task, live_by_task):
             continue
-        done = draft.status.recorded_succeeded.get(task_name, set())
+        done = draft.status.recorded_succeeded.get(task_name, frozenset())
         override = seen.kueue.overrides.get(task_name)
         replicas = task.replica_count
         if override is not None and override.count is not None:
@@ -223,23 +224,22 @@ def missing_pods(
     return made
 
 
-def transitions(seen: JobRound, draft: Draft) -> None:
+def transitions(seen: JobRound, draft: Draft) -> Draft:
     if draft.transitioned:
-        return  # one phase per status write
+        return draft  # one phase per status write
     all_finished, ghosts = steps.slots(seen, draft)
     counts = steps.tally(seen, draft).counts(extra_succeeded=ghosts)
     min_available = podgroup.job_min_available(seen.job)
     if draft.status.phase == JobPhase.PENDING:
         outcome = state.pending_outcome(counts, min_available)
         if outcome is not None:
-            steps.set_phase(seen, draft, outcome.to, outcome.reason, outcome.message)
-        return
+            draft, _ = steps.set_phase(seen, draft, outcome.to, outcome.reason, outcome.message)
+        return draft
     succeeded = steps.succeeded_now(seen, draft)
     met = successpolicy.evaluate(seen.job.spec.success_policy, list(seen.tasks), succeeded)
     if met is not None:
-        steps.set_phase(seen, draft, JobPhase.COMPLETING, "SuccessPolicy", met.message)
-        steps.drop_created(draft)
-        return
+        draft, _ = steps.set_phase(seen, draft, JobPhase.COMPLETING, "SuccessPolicy", met.message)
+        return steps.drop_created(draft)
     outcome = state.running_outcome(
         counts,
         total_replicas=seen.job.spec.total_replicas,
@@ -254,7 +254,8 @@ def transitions(seen: JobRound, draft: Draft) -> None:
         all_finished=all_finished,
     )
     if outcome is None:
-        return
-    steps.set_phase(seen, draft, outcome.to, outcome.reason, outcome.message)
+        return draft
+    draft, _ = steps.set_phase(seen, draft, outcome.to, outcome.reason, outcome.message)
     if outcome.to in (JobPhase.COMPLETING, JobPhase.FAILED):
-        steps.drop_created(draft)
+        draft = steps.drop_created(draft)
+    return draft

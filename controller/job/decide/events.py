@@ -8,6 +8,7 @@ A policy with a `timeout` starts a timer (`controller.job.decide.timers`) instea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from controller.job.decide import commands, memory, podgroup, podview, policies, scaling, steps
@@ -29,8 +30,9 @@ def from_commands(seen: JobRound) -> tuple[list[Decision], Effects]:
     return outcome.decisions, effects
 
 
-def derive(seen: JobRound, draft: Draft) -> list[JobEvent]:
-    """The lifecycle events of this reconcile, in a stable order."""
+def derive(seen: JobRound, draft: Draft) -> tuple[Draft, list[JobEvent]]:
+    """The lifecycle events of this reconcile, in a stable order (and the draft remembering the
+    spec shape acted on)."""
     actionable = [p for p in seen.pods if steps.actionable(draft, p)]
     events = policies.pod_events(actionable)
     for edge in seen.observed.pod_edges:
@@ -60,11 +62,13 @@ def derive(seen: JobRound, draft: Draft) -> list[JobEvent]:
         )
     if podgroup.phase_of(steps.pod_group_usable(seen, draft)) == "Unknown":
         events.append(JobEvent(PolicyEvent.UNKNOWN, "the PodGroup phase is Unknown"))
-    if (change := scaled(seen, draft)) is not None:
+    change = scaled(seen, draft)
+    draft = steps.remember(draft, {memory.SPEC_SHAPE: spec_shape(seen)})
+    if change is not None:
         events.append(JobEvent(PolicyEvent.JOB_UPDATED, "the job was scaled"))
         said = f"the job was scaled: {change}"
-        steps.add(draft, steps.event("Normal", PolicyEvent.JOB_UPDATED.value, said))
-    return events
+        draft = steps.add(draft, steps.event("Normal", PolicyEvent.JOB_UPDATED.value, said))
+    return draft, events
 
 
 def spec_shape(seen: JobRound) -> scaling.SpecShape:
@@ -77,10 +81,9 @@ def spec_shape(seen: JobRound) -> scaling.SpecShape:
 def scaled(seen: JobRound, draft: Draft) -> str | None:
     """JobUpdated (difference 10): replicas or minAvailable changed since the shape last acted on
     (`scaling.spec_update`); the change, raised as a policy event and as a Normal Event on the
-    job. The shape is remembered as acted on."""
+    job. `derive` remembers the shape as acted on."""
     shape = spec_shape(seen)
-    remembered = draft.memory.get(memory.SPEC_SHAPE)
-    draft.memory["specShape"] = shape
+    remembered = memory.spec_shape(draft.memory)
     pg = steps.pod_group_usable(seen, draft)
     acted_gang: scaling.GangShape | None = None
     if remembered is None and pg is not None:
@@ -118,19 +121,20 @@ class PolicyStep:
     events: list[EventRecord] = field(default_factory=list)
 
 
-def match(seen: JobRound, draft: Draft) -> list[Decision]:
+def match(seen: JobRound, draft: Draft) -> tuple[Draft, list[Decision]]:
     """The lifecycle events matched to policies: due decisions, and timers for delayed ones."""
-    found = derive(seen, draft)
+    draft, found = derive(seen, draft)
     step = policy_step(seen, found, draft.timers, facts(seen, draft))
-    draft.timers = step.timers
-    steps.add(draft, Effects(events=tuple(step.events)))
-    return step.decisions
+    if step.timers != draft.timers:
+        draft = draft._replace(timers=step.timers)
+    draft = steps.add(draft, Effects(events=tuple(step.events)) if step.events else steps.NOTHING)
+    return draft, step.decisions
 
 
 def policy_step(
     seen: JobRound,
     found: list[JobEvent],
-    current: dict[str, timers_mod.Timer],
+    current: Mapping[str, timers_mod.Timer],
     checked: timers_mod.Facts,
 ) -> PolicyStep:
     step = timers_mod.step(current, checked, seen.now)

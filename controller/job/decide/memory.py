@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-import copy
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, TypedDict, cast
 
 from controller.job.decide.scaling import SpecShape
@@ -40,11 +40,35 @@ class PlannerMemory(TypedDict, total=False):
     sshKey: dict[str, str]
 
 
-def load(raw: dict[str, Any] | None) -> PlannerMemory:
-    """A copy of what the shell kept (it holds only what earlier plans returned)."""
-    return cast(PlannerMemory, copy.deepcopy(dict(raw or {})))
+# The memory as a round reads it. A value: a step that changes it returns a new one
+# (`updated`), so what the shell kept is never changed in place.
+Memory = Mapping[str, Any]
 
 
-def plugin_entries(m: PlannerMemory) -> dict[str, Any]:
-    """The memory as the plugins read and extend it (each owns the keys it names)."""
-    return cast(dict[str, Any], m)
+def load(raw: Mapping[str, Any] | None) -> Memory:
+    """What the shell kept (it holds only what earlier plans returned)."""
+    return dict(raw or {})
+
+
+def updated(m: Memory, changes: Mapping[str, Any], dropped: Iterable[str] = ()) -> Memory:
+    """`m` with `changes` set and the keys `dropped` removed."""
+    gone = frozenset(dropped)
+    out = {k: v for k, v in m.items() if k not in gone}
+    out.update(changes)
+    return out
+
+
+def spec_shape(m: Memory) -> SpecShape | None:
+    return cast(PlannerMemory, m).get("specShape")
+
+
+def timer_records(m: Memory) -> dict[str, TimerRecord] | None:
+    return cast(PlannerMemory, m).get("timers")
+
+
+def deleted_pod_group(m: Memory) -> str | None:
+    return cast(PlannerMemory, m).get("deletedPodGroupUid")
+
+
+def report_due(m: Memory) -> str | None:
+    return cast(PlannerMemory, m).get("reportDue")

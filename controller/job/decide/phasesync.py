@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from controller.job.decide import (
     activesync,
     attempts,
-    memory,
     podview,
     restarts,
     retrybudget,
@@ -35,30 +34,32 @@ def times(count: int) -> str:
     return f"{count} time" if count == 1 else f"{count} times"
 
 
-def sync(seen: JobRound, draft: Draft) -> None:
-    s = draft.status
+def sync(seen: JobRound, draft: Draft) -> Draft:
     # Finish deletions an earlier plan started (annotated, delete not yet applied).
-    steps.kill(seen, draft, (p for p in seen.pods if p.out_of_sync))
-    if s.phase == JobPhase.RESTARTING and sync_restarting(seen, draft):
-        return  # Pending or Failed is written before anything is created
-    if s.phase in state.ACTIVE and seen.suspended:
-        sync_suspended(seen, draft)
-    elif s.phase in state.ACTIVE:
-        activesync.sync(seen, draft)
-    elif s.phase in state.DRAINING:
-        sync_draining(seen, draft)
-    elif s.phase == JobPhase.ABORTED:
-        steps.kill_unfinished(seen, draft)
-        steps.delete_pod_group(seen, draft)
-    if s.phase not in state.TERMINAL:
-        sync_children(
-            seen, draft, create=s.phase in (JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING)
-        )
-    if s.phase not in state.ACTIVE and s.phase != JobPhase.RESTARTING:
-        draft.timers = {}
+    draft = steps.kill(seen, draft, (p for p in seen.pods if p.out_of_sync))
+    phase = draft.status.phase
+    if phase == JobPhase.RESTARTING:
+        draft, moved = sync_restarting(seen, draft)
+        if moved:
+            return draft  # Pending or Failed is written before anything is created
+    if phase in state.ACTIVE and seen.suspended:
+        draft = sync_suspended(seen, draft)
+    elif phase in state.ACTIVE:
+        draft = activesync.sync(seen, draft)
+    elif phase in state.DRAINING:
+        draft = sync_draining(seen, draft)
+    elif phase == JobPhase.ABORTED:
+        draft = steps.delete_pod_group(seen, steps.kill_unfinished(seen, draft))
+    phase = draft.status.phase
+    if phase not in state.TERMINAL:
+        creating = phase in (JobPhase.PENDING, JobPhase.RUNNING, JobPhase.RESTARTING)
+        draft = sync_children(seen, draft, create=creating)
+    if phase not in state.ACTIVE and phase != JobPhase.RESTARTING:
+        draft = draft._replace(timers={})
+    return draft
 
 
-def sync_restarting(seen: JobRound, draft: Draft) -> bool:
+def sync_restarting(seen: JobRound, draft: Draft) -> tuple[Draft, bool]:
     """Carry out the persisted restart: delete the pods it replaces (and, for a full
     restart or a resume, the PodGroup), then write Pending once they are gone. True when
     the phase moved on."""
@@ -66,17 +67,12 @@ def sync_restarting(seen: JobRound, draft: Draft) -> bool:
     if state.retries_exhausted(s.retry_count, seen.max_retry):
         # The last retry keeps finished pods (their logs); nothing else keeps running
         # under a Failed job (difference 4).
-        steps.kill_unfinished(seen, draft)
-        if steps.set_phase(
+        return fail(
             seen,
-            draft,
-            JobPhase.FAILED,
+            steps.kill_unfinished(seen, draft),
             "MaxRetryExceeded",
             f"the job was restarted {times(s.retry_count)}, maxRetry is {seen.max_retry}",
-        ):
-            steps.end_restart(draft)
-            return True
-        return False
+        )
     record = s.restart
     if (
         record is not None
@@ -85,40 +81,41 @@ def sync_restarting(seen: JobRound, draft: Draft) -> bool:
             s.restart_counts.get("infrastructure", 0), seen.retry_policy
         )
     ):
-        steps.kill_unfinished(seen, draft)
         allowed = seen.retry_policy.infrastructure_retries if seen.retry_policy else 0
-        if steps.set_phase(
+        return fail(
             seen,
-            draft,
-            JobPhase.FAILED,
+            steps.kill_unfinished(seen, draft),
             "InfrastructureRetriesExceeded",
             f"the job was restarted {times(s.restart_counts.get('infrastructure', 0))} "
             f"because of the infrastructure, retryPolicy.infrastructureRetries is {allowed}",
-        ):
-            steps.end_restart(draft)
-            return True
-        return False
-    steps.kill(seen, draft, (p for p in seen.pods if restarts.is_victim(record, p, s.version)))
+        )
+    draft = steps.kill(
+        seen, draft, (p for p in seen.pods if restarts.is_victim(record, p, s.version))
+    )
     needs_new_group = record is None or record.needs_new_pod_group
     if needs_new_group:
-        steps.delete_pod_group(seen, draft)
+        draft = steps.delete_pod_group(seen, draft)
     group_gone = not needs_new_group or seen.observed.pod_group is None
     pods_gone = all(steps.live(draft, p) and not p.out_of_sync for p in seen.pods)
+    if not (group_gone and pods_gone):
+        return draft, False
     not_before = status_mod.parse_time(record.not_before if record else None)
-    if group_gone and pods_gone and not_before is not None and seen.now < not_before:
-        draft.requeue.append(not_before - seen.now)  # the backoff before recreating
-        return False
-    if (
-        group_gone
-        and pods_gone
-        and steps.set_phase(
-            seen, draft, JobPhase.PENDING, "Restarted", "the restarted pods are being recreated"
-        )
-    ):
-        steps.end_restart(draft)
-        s.attempts = attempts.start(s.attempts, status_mod.rfc3339(seen.now))
-        return True
-    return False
+    if not_before is not None and seen.now < not_before:
+        return steps.requeue(draft, not_before - seen.now), False  # the backoff before recreating
+    draft, moved = steps.set_phase(
+        seen, draft, JobPhase.PENDING, "Restarted", "the restarted pods are being recreated"
+    )
+    if not moved:
+        return draft, False
+    draft = steps.end_restart(draft)
+    started = attempts.start(draft.status.attempts, status_mod.rfc3339(seen.now))
+    return draft._replace(status=draft.status._replace(attempts=tuple(started))), True
+
+
+def fail(seen: JobRound, draft: Draft, reason: str, message: str) -> tuple[Draft, bool]:
+    """A restart that may not happen: the job fails instead (True when the phase moved)."""
+    draft, moved = steps.set_phase(seen, draft, JobPhase.FAILED, reason, message)
+    return (steps.end_restart(draft) if moved else draft), moved
 
 
 def suspended_message(seen: JobRound) -> str:
@@ -128,40 +125,51 @@ def suspended_message(seen: JobRound) -> str:
     )
 
 
-def sync_suspended(seen: JobRound, draft: Draft) -> None:
+def sync_suspended(seen: JobRound, draft: Draft) -> Draft:
     """No pods while suspended: the unfinished ones are deleted (finished pods, the retry
     count and the version stay), the PodGroup too (the gang is admitted afresh on resume);
     the job waits in Pending with reason Suspended."""
-    steps.kill_unfinished(seen, draft)
-    steps.delete_pod_group(seen, draft)
-    draft.timers = {}
+    draft = steps.delete_pod_group(seen, steps.kill_unfinished(seen, draft))
+    draft = draft._replace(timers={})
     message = suspended_message(seen)
     s = draft.status
     if (s.phase, s.reason, s.message) != (JobPhase.PENDING, suspension.STATE_REASON, message):
-        steps.set_phase(seen, draft, JobPhase.PENDING, suspension.STATE_REASON, message)
+        draft, _ = steps.set_phase(seen, draft, JobPhase.PENDING, suspension.STATE_REASON, message)
+    return draft
 
 
-def sync_draining(seen: JobRound, draft: Draft) -> None:
+def sync_draining(seen: JobRound, draft: Draft) -> Draft:
     s = draft.status
-    steps.kill_unfinished(seen, draft)
+    draft = steps.kill_unfinished(seen, draft)
     if s.phase == JobPhase.ABORTING:
-        steps.delete_pod_group(seen, draft)
+        draft = steps.delete_pod_group(seen, draft)
     if not draft.transitioned and state.draining_done(steps.tally(seen, draft).counts()):
         final = state.DRAINING[s.phase]
-        steps.set_phase(seen, draft, final, s.reason or final.value, s.message or final.value)
+        draft, _ = steps.set_phase(
+            seen, draft, final, s.reason or final.value, s.message or final.value
+        )
+    return draft
 
 
-def sync_children(seen: JobRound, draft: Draft, *, create: bool) -> None:
+def sync_children(seen: JobRound, draft: Draft, *, create: bool) -> Draft:
     """Plugin objects: created while the job can run, kept in line in every non-terminal
     phase (difference 13: the hosts ConfigMap follows replicas even while Pending)."""
-    plugins = steps.plugins(seen, draft)
-    steps.add(draft, plugin_objects(plugins, seen.observed.children, create=create))
+    plugins = seen.plugins
+    effects = steps.unknown_plugins(seen) + plugin_objects(
+        plugins, seen.observed.children, create=create
+    )
+    draft = steps.add(draft, effects)
+    if not plugins:
+        return draft
+    owned = {f"plugin-{plugin.name}": plugin.name for plugin in plugins}
+    if any(draft.status.controlled.get(k) != v for k, v in owned.items()):
+        controlled = {**draft.status.controlled, **owned}
+        draft = draft._replace(status=draft.status._replace(controlled=controlled))
+    dropped = [key for plugin in plugins for key in plugin.descriptor.memory_keys]
+    remembered: dict[str, object] = {}
     for plugin in plugins:
-        draft.status.controlled[f"plugin-{plugin.name}"] = plugin.name
-        entries = memory.plugin_entries(draft.memory)
-        for memory_key in plugin.descriptor.memory_keys:
-            entries.pop(memory_key, None)
-        entries.update(plugin.remember())
+        remembered.update(plugin.remember())
+    return steps.remember(draft, remembered, dropped)
 
 
 def plugin_objects(
@@ -194,17 +202,15 @@ def plugin_objects(
     return Effects(create=tuple(made), update=tuple(updated))
 
 
-def finish(seen: JobRound, draft: Draft) -> None:
+def finish(seen: JobRound, draft: Draft) -> Draft:
     """Terminal phases: unfinished pods, the PodGroup and plugin objects go; the status stays
     (counters keep tracking the pods that remain)."""
+    draft = steps.delete_pod_group(seen, steps.kill_unfinished(seen, draft))
     s = draft.status
-    steps.kill_unfinished(seen, draft)
-    steps.delete_pod_group(seen, draft)
-    steps.add(draft, owned_children_gone(seen) + ttl_expiry(seen, s.last_transition))
-    s.controlled = {k: v for k, v in s.controlled.items() if not k.startswith("plugin-")}
-    plugin_memory = memory.plugin_entries(draft.memory)
-    for memory_key in owned_memory_keys():
-        plugin_memory.pop(memory_key, None)
+    draft = steps.add(draft, owned_children_gone(seen) + ttl_expiry(seen, s.last_transition))
+    controlled = {k: v for k, v in s.controlled.items() if not k.startswith("plugin-")}
+    draft = draft._replace(status=s._replace(controlled=controlled))
+    return steps.remember(draft, {}, owned_memory_keys())
 
 
 def owned_children_gone(seen: JobRound) -> Effects:
@@ -248,6 +254,15 @@ def kueue_effects(seen: JobRound) -> Effects:
     """Kueue's steps for this job (`kueue.plan_kueue`): its Workload created, adopted or its
     status written, `spec.suspend` set."""
     kueue_steps = seen.kueue
+    asked = (
+        kueue_steps.create_workload,
+        kueue_steps.requeue_after,
+        kueue_steps.workload_status,
+        kueue_steps.adopt_workload,
+        kueue_steps.set_suspend,
+    )
+    if all(value is None for value in asked):
+        return steps.NOTHING  # most jobs: not Kueue's
     effects = Effects(
         create=() if kueue_steps.create_workload is None else (kueue_steps.create_workload,),
         requeue=() if kueue_steps.requeue_after is None else (kueue_steps.requeue_after,),

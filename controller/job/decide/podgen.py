@@ -5,13 +5,12 @@ The template stays a dict and is deep-copied, so fields vcjob does not model are
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from shared import labels
+from shared import jsoncodec, labels
 from shared.models import Job, TaskSpec
 from shared.models.job import PARTITION_ID_LABEL
 from shared.wire import WireObject, annotations_of, labels_of, metadata, spec_of
@@ -197,7 +196,7 @@ def joins_native_gang(pod_spec: Mapping[str, Any], job: Job) -> bool:
 def build_pod(ctx: PodContext, task: TaskSpec, index: int) -> WireObject:
     job = ctx.job
     task_name = str(task.name)
-    template = copy.deepcopy(task.template or {})
+    template = jsoncodec.copy_tree(task.template or {})
     meta: WireObject = dict(metadata(template))
     for key in _SERVER_METADATA:
         meta.pop(key, None)

@@ -8,6 +8,7 @@ generation). Delayed actions (timers) are `controller.job.decide.timers`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -128,7 +129,9 @@ def evicted_event(pod: Mapping[str, Any]) -> JobEvent:
     )
 
 
-def completed_tasks(tasks: Sequence[TaskSpec], succeeded: Mapping[str, set[int]]) -> frozenset[str]:
+def completed_tasks(
+    tasks: Sequence[TaskSpec], succeeded: Mapping[str, AbstractSet[int]]
+) -> frozenset[str]:
     """Tasks whose every replica succeeded."""
     return frozenset(
         str(t.name)

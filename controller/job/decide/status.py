@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -83,7 +83,7 @@ def parse_succeeded_indexes(raw: Mapping[str, Any] | None) -> dict[str, set[int]
 
 
 def with_condition(
-    conditions: list[dict[str, Any]] | None, phase: str, when: str
+    conditions: Sequence[Mapping[str, Any]] | None, phase: str, when: str
 ) -> list[dict[str, Any]]:
     """Volcano's format: one entry per phase, most recent last. Entering a phase again moves its
     entry to the end with the new time, so the list stays bounded however often a job restarts."""

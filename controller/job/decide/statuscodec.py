@@ -1,5 +1,6 @@
 """The job's status as the planner reads and writes it: decoded from `shared.models.JobStatus`
-into a `StatusDraft` the reconcile changes, and encoded back over the status it read.
+into a frozen `StatusDraft` (each change makes a new one), and encoded back over the status it
+read.
 
 Encoding starts from the status as read, so fields the controller does not own stay; Volcano's
 counters are rewritten every time; `state` keeps a reason or message this round left unset;
@@ -9,36 +10,39 @@ vcjob's lifecycle fields (docs/lifecycle.md) are removed when they have no value
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from controller.job.decide import deadline, restarts, state
 from controller.job.decide import status as status_mod
 from shared.models import JobPhase
 from shared.models.job import JobCondition, JobState, JobStatus, TaskState
 
+EMPTY: Mapping[str, Any] = MappingProxyType({})
 
-@dataclass
-class StatusDraft:
-    """The status fields one reconcile decides, starting from what the API holds."""
+
+class StatusDraft(NamedTuple):
+    """The status fields one reconcile decides, starting from what the API holds. A value: a
+    step that changes it returns a new one (`_replace`)."""
 
     initial_phase: JobPhase | None
     phase: JobPhase
     reason: str | None = None
     message: str | None = None
     last_transition: str | None = None
-    conditions: list[dict[str, Any]] = field(default_factory=list)
+    conditions: tuple[Mapping[str, Any], ...] = ()
     running_duration: str | None = None
     version: int = 0
     retry_count: int = 0
-    controlled: dict[str, str] = field(default_factory=dict)
+    controlled: Mapping[str, str] = EMPTY
     restart: restarts.RestartRecord | None = None
     # Per task, the indexes whose pod succeeded (kept when the pod is deleted: difference 8).
-    recorded_succeeded: dict[str, set[int]] = field(default_factory=dict)
-    restart_counts: dict[str, int] = field(default_factory=dict)
-    attempts: list[dict[str, Any]] = field(default_factory=list)
-    clock: deadline.RunClock = field(default_factory=lambda: deadline.RunClock(None, 0, None))
-    typed_conditions: list[dict[str, Any]] = field(default_factory=list)
+    recorded_succeeded: Mapping[str, frozenset[int]] = EMPTY
+    restart_counts: Mapping[str, int] = EMPTY
+    attempts: tuple[Mapping[str, Any], ...] = ()
+    clock: deadline.RunClock = deadline.RunClock(None, 0, None)
+    typed_conditions: tuple[Mapping[str, Any], ...] = ()
 
 
 def decode(status: JobStatus | None) -> StatusDraft:
@@ -52,23 +56,26 @@ def decode(status: JobStatus | None) -> StatusDraft:
         reason=read.state.reason,
         message=read.state.message,
         last_transition=read.state.last_transition_time,
-        conditions=[c.to_wire() for c in read.conditions or []],
+        conditions=tuple(c.to_wire() for c in read.conditions or []),
         running_duration=read.running_duration,
         version=read.version,
         retry_count=read.retry_count,
         controlled=controlled,
         restart=restarts.decode(controlled.get(restarts.RECORD_KEY)),
-        recorded_succeeded=status_mod.parse_succeeded_indexes(read.succeeded_indexes),
+        recorded_succeeded={
+            task: frozenset(done)
+            for task, done in status_mod.parse_succeeded_indexes(read.succeeded_indexes).items()
+        },
         restart_counts=(
             {k: int(v) for k, v in counts.to_wire().items()} if counts is not None else {}
         ),
-        attempts=[a.to_wire() for a in read.attempts or []],
+        attempts=tuple(a.to_wire() for a in read.attempts or []),
         clock=deadline.RunClock(
             status_mod.parse_time(read.start_time),
             int(read.suspended_seconds or 0),
             status_mod.parse_time(read.suspended_since),
         ),
-        typed_conditions=[c.to_wire() for c in read.typed_conditions or []],
+        typed_conditions=tuple(c.to_wire() for c in read.typed_conditions or []),
     )
 
 
@@ -78,7 +85,7 @@ class Counters:
 
     tally: status_mod.PodTally
     min_available: int
-    succeeded: Mapping[str, set[int]]
+    succeeded: Mapping[str, frozenset[int]]
 
 
 def encode(

@@ -3,17 +3,19 @@ each read into a `podview.JobPod`) and the plan it is drafting (`Draft`), with t
 concern shares: owning and killing pods, changing the phase, deleting the PodGroup, counting
 the pods and succeeded slots.
 
-The concern modules (`events`, `actions`, `phasesync`, `activesync`, `outcome`) are functions of
-`(seen, draft)`; `plan.reconcile` calls them in order.
+The concern modules (`events`, `actions`, `phasesync`, `activesync`) are functions of
+`(seen, draft)` that return the next draft; both are frozen values, so no concern changes what
+another holds. `plan.reconcile` calls them in order and `outcome.finalize` composes the last draft
+into the `Plan`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from controller.job.decide import kueue, memory, podgroup, podview, restarts, suspension, timers
 from controller.job.decide import status as status_mod
@@ -21,7 +23,6 @@ from controller.job.decide.model import (
     EventRecord,
     ObjectRef,
     Observed,
-    Plan,
     PlanSettings,
 )
 from controller.job.decide.plugins import JobPlugin, build_plugins
@@ -59,6 +60,8 @@ class JobRound:
     # Suspended for this plan: spec.suspend, or Kueue suspends the job in this very plan (a
     # job Kueue unsuspends gets its pods in the next plan, once spec.suspend is false).
     suspended: bool
+    # The memory as read: the plugins read their own entries from it.
+    memory: memory.Memory
 
     @cached_property
     def slot_names(self) -> Mapping[str, tuple[str, ...]]:
@@ -74,36 +77,30 @@ class JobRound:
         the scale check and the PodGroup's update both compare with it."""
         return podgroup.desired_spec(self.job, self.observed.priority_values)
 
+    @cached_property
+    def built_plugins(self) -> tuple[tuple[JobPlugin, ...], tuple[str, ...]]:
+        """The job's plugins, and the names vcjob does not know; built once, when first used."""
+        built, unknown = build_plugins(
+            self.job, self.settings, self.observed.children, self.memory, self.observed.ssh_key
+        )
+        return tuple(built), tuple(unknown)
 
-@dataclass
-class Draft:
-    """The plan being drafted and the status it will write."""
-
-    status: StatusDraft
-    memory: memory.PlannerMemory
-    timers: dict[str, timers.Timer]
-    plan: Plan = field(default_factory=Plan)
-    # Pods this plan deletes, and the pods it creates.
-    deleting: set[str] = field(default_factory=set)
-    created: list[WireObject] = field(default_factory=list)
-    requeue: list[timedelta] = field(default_factory=list)
-    missing_pvcs: list[str] = field(default_factory=list)
-    pod_group_gone: bool = False
-    transitioned: bool = False
-    # A transition with effects was decided: this plan only writes it (and its events).
-    decided: bool = False
-    plugins_built: list[JobPlugin] | None = None
+    @property
+    def plugins(self) -> tuple[JobPlugin, ...]:
+        return self.built_plugins[0]
 
 
 @dataclass(frozen=True)
 class Effects:
-    """What a concern asks of the API, as a value: the objects to create, update or delete, the
-    Events, when to look again, a change to the Job's own spec, Kueue's Workload writes. The
-    concern returns it; `add` puts it into the plan (the applier orders objects by kind)."""
+    """What a concern asks of the API, as a value: the objects to create, update or delete (the
+    pods deleted are first marked out of sync), the Events, when to look again, a change to the
+    Job's own spec, Kueue's Workload writes. `outcome.finalize` composes them into the `Plan`
+    (the applier orders objects by kind)."""
 
     create: tuple[WireObject, ...] = ()
     update: tuple[WireObject, ...] = ()
     delete: tuple[ObjectRef, ...] = ()
+    annotate_out_of_sync: tuple[ObjectRef, ...] = ()
     events: tuple[EventRecord, ...] = ()
     requeue: tuple[timedelta, ...] = ()
     # Fields of the Job's `spec` to write back (merged with other concerns').
@@ -114,10 +111,15 @@ class Effects:
     adopt_workload: WireObject | None = None
 
     def __add__(self, other: Effects) -> Effects:
+        if not self:
+            return other
+        if not other:
+            return self
         return Effects(
             create=self.create + other.create,
             update=self.update + other.update,
             delete=self.delete + other.delete,
+            annotate_out_of_sync=self.annotate_out_of_sync + other.annotate_out_of_sync,
             events=self.events + other.events,
             requeue=self.requeue + other.requeue,
             spec=self.spec + other.spec,
@@ -127,32 +129,67 @@ class Effects:
             adopt_workload=other.adopt_workload or self.adopt_workload,
         )
 
+    def __bool__(self) -> bool:
+        return bool(
+            self.create
+            or self.update
+            or self.delete
+            or self.annotate_out_of_sync
+            or self.events
+            or self.requeue
+            or self.spec
+            or self.delete_commands
+            or self.delete_job
+            or self.workload_status is not None
+            or self.adopt_workload is not None
+        )
+
 
 NOTHING = Effects()
+
+
+class Draft(NamedTuple):
+    """The plan as drafted so far: a value. Each step returns a new draft (`_replace`), so the
+    concerns hand each other no shared, changing state. (A named tuple: the round makes a few
+    of them, and a tuple is made several times faster than a frozen dataclass.)"""
+
+    status: StatusDraft
+    memory: memory.Memory
+    timers: Mapping[str, timers.Timer]
+    effects: Effects = NOTHING
+    # Pods this plan deletes, and the pods it creates (only while the job still exists with
+    # the uid `guard_uid`).
+    deleting: frozenset[str] = frozenset()
+    created: tuple[WireObject, ...] = ()
+    guard_uid: str | None = None
+    missing_pvcs: tuple[str, ...] = ()
+    pod_group_gone: bool = False
+    transitioned: bool = False
+    # A transition with effects was decided: this plan only writes it (and its events).
+    decided: bool = False
 
 
 def event(kind: Literal["Normal", "Warning"], reason: str, message: str) -> Effects:
     return Effects(events=(EventRecord(kind, reason, message),))
 
 
-def add(draft: Draft, effects: Effects) -> None:
-    """The one place a concern's effects enter the plan."""
-    plan = draft.plan
-    plan.create.extend(effects.create)
-    plan.update.extend(effects.update)
-    plan.delete.extend(effects.delete)
-    plan.events.extend(effects.events)
-    plan.delete_commands.extend(effects.delete_commands)
-    draft.requeue.extend(effects.requeue)
-    if effects.spec:
-        patch = plan.job_spec_patch or {}
-        patch.setdefault("spec", {}).update(effects.spec)
-        plan.job_spec_patch = patch
-    plan.delete_job = plan.delete_job or effects.delete_job
-    if effects.workload_status is not None:
-        plan.workload_status = effects.workload_status
-    if effects.adopt_workload is not None:
-        plan.adopt_workload = effects.adopt_workload
+def add(draft: Draft, effects: Effects) -> Draft:
+    """The one place a concern's effects enter the draft."""
+    if not effects:
+        return draft
+    return draft._replace(effects=draft.effects + effects)
+
+
+def requeue(draft: Draft, after: timedelta) -> Draft:
+    return add(draft, Effects(requeue=(after,)))
+
+
+def remember(draft: Draft, changes: Mapping[str, Any], dropped: Iterable[str] = ()) -> Draft:
+    """The draft with these memory entries set and those `dropped` removed."""
+    gone = [key for key in dropped if key in draft.memory and key not in changes]
+    if not gone and all(draft.memory.get(k, changes) == v for k, v in changes.items()):
+        return draft  # already so
+    return draft._replace(memory=memory.updated(draft.memory, changes, gone))
 
 
 def start(observed: Observed, settings: PlanSettings) -> tuple[JobRound, Draft]:
@@ -181,11 +218,16 @@ def start(observed: Observed, settings: PlanSettings) -> tuple[JobRound, Draft]:
         retry_policy=job.spec.retry_policy,
         kueue=kueue_steps,
         suspended=suspension.is_suspended(observed.job) or kueue_steps.set_suspend is True,
+        memory=remembered,
     )
+    recorded = _with_deleted_successes(seen, status)
+    if recorded is not status.recorded_succeeded:
+        status = status._replace(recorded_succeeded=recorded)
     draft = Draft(
-        status=status, memory=remembered, timers=timers.decode(remembered.get(memory.TIMERS))
+        status=status,
+        memory=remembered,
+        timers=timers.decode(memory.timer_records(remembered)),
     )
-    _record_deleted_successes(seen, draft)
     return seen, draft
 
 
@@ -216,18 +258,20 @@ def _kueue_steps(
     )
 
 
-def _record_deleted_successes(seen: JobRound, draft: Draft) -> None:
+def _with_deleted_successes(seen: JobRound, status: StatusDraft) -> Mapping[str, frozenset[int]]:
     """A succeeded pod deleted before any status recorded it still counts (difference 8)."""
-    for edge in seen.observed.pod_edges:
+    recorded = status.recorded_succeeded
+    out: dict[str, frozenset[int]] | None = None
+    for edge in seen.observed.pod_edges:  # every edge is a deletion
         pod = podview.read(edge.pod)
-        if edge.kind != "deleted" or pod.phase != podview.SUCCEEDED:
-            continue
-        if pod.out_of_sync:
-            continue  # replaced by a restart: its success no longer counts
-        if not owns(seen.job, pod) or pod.version < draft.status.version:
+        if pod.phase != podview.SUCCEEDED or pod.out_of_sync:
+            continue  # out of sync: replaced by a restart, its success no longer counts
+        if not owns(seen.job, pod) or pod.version < status.version:
             continue
         if pod.task is not None and pod.index is not None:
-            draft.status.recorded_succeeded.setdefault(pod.task, set()).add(pod.index)
+            out = dict(recorded) if out is None else out
+            out[pod.task] = out.get(pod.task, frozenset()) | {pod.index}
+    return recorded if out is None else out
 
 
 def owns(job: Job, pod: JobPod) -> bool:
@@ -248,66 +292,68 @@ def actionable(draft: Draft, pod: JobPod) -> bool:
     return live(draft, pod) and not pod.out_of_sync and pod.version >= draft.status.version
 
 
-def set_phase(seen: JobRound, draft: Draft, to: JobPhase, reason: str, message: str) -> bool:
+def set_phase(
+    seen: JobRound, draft: Draft, to: JobPhase, reason: str, message: str
+) -> tuple[Draft, bool]:
     """Move to `to`; False (nothing changes) when the phase already changed in this plan:
     every phase is written on its own, so watchers see each one, and the next reconcile
     continues from the written phase."""
     s = draft.status
     if to == s.phase and (s.initial_phase is not None or draft.transitioned):
-        s.reason, s.message = reason, message
-        return True
+        return draft._replace(status=s._replace(reason=reason, message=message)), True
     if draft.transitioned:
-        draft.requeue.append(FOLLOW_UP)
-        return False
+        return requeue(draft, FOLLOW_UP), False
     when = status_mod.rfc3339(seen.now)
-    previous = s.phase
-    s.phase, s.reason, s.message = to, reason, message
-    s.last_transition = when
-    s.conditions = status_mod.with_condition(s.conditions, to.value, when)
-    s.running_duration = status_mod.running_duration(seen.raw_job, seen.now)
-    first = s.initial_phase is None and not draft.transitioned
-    draft.transitioned = True
+    moved = s._replace(
+        phase=to,
+        reason=reason,
+        message=message,
+        last_transition=when,
+        conditions=tuple(status_mod.with_condition(s.conditions, to.value, when)),
+        running_duration=status_mod.running_duration(seen.raw_job, seen.now),
+    )
     # A new job has no phase yet: its first event names where it starts, not "Pending -> …".
-    change = f"job phase {to.value}" if first else f"job phase {previous.value} -> {to.value}"
-    draft.plan.events.append(EventRecord("Normal", reason, f"{change}: {message}"))
-    return True
+    first = s.initial_phase is None
+    change = f"job phase {to.value}" if first else f"job phase {s.phase.value} -> {to.value}"
+    said = event("Normal", reason, f"{change}: {message}")
+    return add(draft._replace(status=moved, transitioned=True), said), True
 
 
-def kill(seen: JobRound, draft: Draft, pods: Iterable[JobPod]) -> None:
+def kill(seen: JobRound, draft: Draft, pods: Iterable[JobPod]) -> Draft:
     """Mark then delete: our own deletions never come back as PodEvicted."""
-    for pod in pods:
-        if pod.deleting or pod.name in draft.deleting:
-            continue
-        ref = ObjectRef("v1", "Pod", seen.job.namespace, pod.name, pod.uid)
-        draft.plan.annotate_out_of_sync.append(ref)
-        draft.plan.delete.append(ref)
-        draft.deleting.add(pod.name)
+    refs = tuple(
+        ObjectRef("v1", "Pod", seen.job.namespace, pod.name, pod.uid)
+        for pod in pods
+        if not pod.deleting and pod.name not in draft.deleting
+    )
+    if not refs:
+        return draft
+    killed = Effects(annotate_out_of_sync=refs, delete=refs)
+    return add(draft._replace(deleting=draft.deleting | {r.name for r in refs}), killed)
 
 
-def kill_unfinished(seen: JobRound, draft: Draft) -> None:
-    kill(seen, draft, (p for p in seen.pods if not p.finished))
+def kill_unfinished(seen: JobRound, draft: Draft) -> Draft:
+    return kill(seen, draft, (p for p in seen.pods if not p.finished))
 
 
-def delete_pod_group(seen: JobRound, draft: Draft) -> None:
+def delete_pod_group(seen: JobRound, draft: Draft) -> Draft:
     pg = seen.observed.pod_group
     if pg is None or draft.pod_group_gone:
-        return
+        return draft
     uid = podview.uid_of(pg) or None
-    if uid is not None and draft.memory.get(memory.DELETED_POD_GROUP) == uid:
-        draft.pod_group_gone = True
-        return
-    draft.plan.delete.append(
-        ObjectRef(
-            labels.SCHEDULING_API_VERSION,
-            labels.PODGROUP_KIND,
-            seen.job.namespace,
-            podview.name_of(pg),
-            uid,
-        )
+    gone = draft._replace(pod_group_gone=True)
+    if uid is not None and memory.deleted_pod_group(draft.memory) == uid:
+        return gone
+    ref = ObjectRef(
+        labels.SCHEDULING_API_VERSION,
+        labels.PODGROUP_KIND,
+        seen.job.namespace,
+        podview.name_of(pg),
+        uid,
     )
     if uid is not None:
-        draft.memory["deletedPodGroupUid"] = uid
-    draft.pod_group_gone = True
+        gone = remember(gone, {memory.DELETED_POD_GROUP: uid})
+    return add(gone, Effects(delete=(ref,)))
 
 
 def pod_group_usable(seen: JobRound, draft: Draft) -> WireObject | None:
@@ -315,26 +361,26 @@ def pod_group_usable(seen: JobRound, draft: Draft) -> WireObject | None:
     pg = seen.observed.pod_group
     if pg is None or draft.pod_group_gone:
         return None
-    if draft.memory.get(memory.DELETED_POD_GROUP) == podview.uid_of(pg):
+    if memory.deleted_pod_group(draft.memory) == podview.uid_of(pg):
         return None
     return pg
 
 
-def plugins(seen: JobRound, draft: Draft) -> list[JobPlugin]:
-    if draft.plugins_built is None:
-        draft.plugins_built, unknown = build_plugins(
-            seen.job, seen.settings, seen.observed.children, draft.memory, seen.observed.ssh_key
-        )
-        for name in unknown:
-            draft.plan.events.append(
-                EventRecord("Warning", "PluginError", f"unknown plugin {name} is ignored")
-            )
-    return draft.plugins_built
+def unknown_plugins(seen: JobRound) -> Effects:
+    """A Warning for each plugin vcjob does not know (it is ignored)."""
+    return sum(
+        (
+            event("Warning", "PluginError", f"unknown plugin {name} is ignored")
+            for name in seen.built_plugins[1]
+        ),
+        NOTHING,
+    )
 
 
-def end_restart(draft: Draft) -> None:
-    draft.status.restart = None
-    draft.status.controlled.pop(restarts.RECORD_KEY, None)
+def end_restart(draft: Draft) -> Draft:
+    s = draft.status
+    controlled = {k: v for k, v in s.controlled.items() if k != restarts.RECORD_KEY}
+    return draft._replace(status=s._replace(restart=None, controlled=controlled))
 
 
 def pods_by_task(pods: Iterable[JobPod]) -> dict[str, list[Mapping[str, Any]]]:
@@ -358,10 +404,14 @@ def pod_of(seen: JobRound, name: str | None) -> Mapping[str, Any] | None:
 # ---------------------------------------------------------------------- succeeded slots
 
 
-def succeeded_now(seen: JobRound, draft: Draft) -> dict[str, set[int]]:
+# ---------------------------------------------------------------------- succeeded slots
+
+
+def succeeded_now(seen: JobRound, draft: Draft) -> dict[str, frozenset[int]]:
     """Per task, indexes < replicas whose pod succeeded, or whose succeeded pod was deleted
     (recorded earlier and not recreated: difference 8)."""
-    out: dict[str, set[int]] = {}
+    out: dict[str, frozenset[int]] = {}
+    recorded = draft.status.recorded_succeeded
     for task_name, names in seen.slot_names.items():
         done: set[int] = set()
         for i, name in enumerate(names):
@@ -369,10 +419,10 @@ def succeeded_now(seen: JobRound, draft: Draft) -> dict[str, set[int]]:
             if pod is not None and live(draft, pod):
                 if pod.phase == podview.SUCCEEDED:
                     done.add(i)
-            elif pod is None and i in draft.status.recorded_succeeded.get(task_name, set()):
+            elif pod is None and i in recorded.get(task_name, ()):
                 done.add(i)
         if done:
-            out[task_name] = done
+            out[task_name] = frozenset(done)
     return out
 
 
@@ -385,7 +435,7 @@ def slots(seen: JobRound, draft: Draft) -> tuple[bool, int]:
         for i, name in enumerate(names):
             pod = seen.pods_by_name.get(name)
             if pod is None:
-                recorded = draft.status.recorded_succeeded.get(task_name, set())
+                recorded = draft.status.recorded_succeeded.get(task_name, ())
                 if name not in created and i in recorded:
                     ghost_succeeded += 1
                 else:
@@ -406,34 +456,32 @@ def tally(seen: JobRound, draft: Draft) -> status_mod.PodTally:
     return counted
 
 
-def add_pods(seen: JobRound, draft: Draft, pods: list[WireObject]) -> None:
+def add_pods(seen: JobRound, draft: Draft, pods: Iterable[WireObject]) -> Draft:
     """The pods this plan creates: created only while the job still exists with its uid."""
-    if pods:
-        draft.created = list(pods)
-        draft.plan.create.extend(pods)
-        draft.plan.guard_uid = seen.job.uid
+    made = tuple(pods)
+    if not made:
+        return draft
+    creating = draft._replace(created=made, guard_uid=seen.job.uid)
+    return add(creating, Effects(create=made))
 
 
-def drop_created(draft: Draft) -> None:
+def drop_created(draft: Draft) -> Draft:
     """A job that stops running creates nothing more in this plan."""
-    if draft.created:
-        names = {podview.name_of(p) for p in draft.created}
-        draft.plan.create = [
-            o
-            for o in draft.plan.create
-            if not (o.get("kind") == "Pod" and podview.name_of(o) in names)
-        ]
-        draft.created = []
+    if not draft.created:
+        return draft
+    names = {podview.name_of(p) for p in draft.created}
+    kept = tuple(
+        o
+        for o in draft.effects.create
+        if not (o.get("kind") == "Pod" and podview.name_of(o) in names)
+    )
+    return draft._replace(effects=replace(draft.effects, create=kept), created=())
 
 
-def keep_only_the_decision(draft: Draft) -> None:
+def keep_only_the_decision(draft: Draft) -> Draft:
     """A transition with effects is persisted before any of them: this plan writes the
     status (phase, reason, retryCount, version, the restart record) and its events; the
     kills and deletions are planned again from the written phase by the next reconciles,
     which therefore survive any failed write or a crash in between."""
-    draft.plan.annotate_out_of_sync = []
-    draft.plan.delete = []
-    draft.plan.create = []
-    draft.plan.update = []
-    draft.plan.job_spec_patch = None
-    draft.created = []
+    kept = replace(draft.effects, annotate_out_of_sync=(), delete=(), create=(), update=(), spec=())
+    return draft._replace(effects=kept, created=())

@@ -93,7 +93,7 @@ def test_execute_writes_the_transition_and_counts_what_it_kills(
     j, pods = running()
     seen, draft = steps.start(observe(j, pods), steps.PlanSettings())
     chosen = decision(action, pod="j-w-0", task="w")
-    actions.execute(seen, draft, chosen, [chosen])
+    draft = actions.execute(seen, draft, chosen, [chosen])
     assert draft.decided
     assert (draft.status.phase, draft.status.retry_count, draft.status.version) == (
         phase,
@@ -102,8 +102,8 @@ def test_execute_writes_the_transition_and_counts_what_it_kills(
     )
     assert draft.deleting == killed
     assert (draft.status.restart is not None) == (phase == JobPhase.RESTARTING)
-    steps.keep_only_the_decision(draft)
-    assert (draft.plan.delete, draft.plan.create) == ([], [])  # the next reconciles carry them out
+    kept = steps.keep_only_the_decision(draft).effects
+    assert (kept.delete, kept.create) == ((), ())  # the next reconciles carry them out
 
 
 def test_an_action_the_phase_ignores_is_reported_only_for_a_command() -> None:
@@ -111,8 +111,8 @@ def test_an_action_the_phase_ignores_is_reported_only_for_a_command() -> None:
     for command, reasons in ((False, []), (True, ["ActionIgnored"])):
         seen, draft = steps.start(observe(j, []), steps.PlanSettings())
         chosen = decision(A.RESTART_JOB, command=command)
-        actions.execute(seen, draft, chosen, [chosen])
-        assert [e.reason for e in draft.plan.events] == reasons
+        draft = actions.execute(seen, draft, chosen, [chosen])
+        assert [e.reason for e in draft.effects.events] == reasons
         assert not draft.decided and draft.status.phase == JobPhase.COMPLETED
 
 
@@ -129,7 +129,8 @@ def test_deadline_passed(spec: dict[str, Any], phase: str, failed: bool) -> None
     b = job().task("w", 1).phase(phase, startTime="2026-01-01T11:58:30Z")
     b.spec.update(spec)
     seen, draft = steps.start(observe(b.build(), []), steps.PlanSettings())
-    assert actions.deadline_passed(seen, draft) is failed
+    draft, passed = actions.deadline_passed(seen, draft)
+    assert passed is failed
     assert (draft.status.phase == JobPhase.FAILED) is failed
     if failed:
         assert draft.status.reason == "DeadlineExceeded"

@@ -25,23 +25,23 @@ def test_active_creates_pods_once_the_gang_is_admitted(
 ) -> None:
     j = job().task("w", 2).phase("Pending").build()
     seen, draft = start(j, [], pod_group=pod_group_of(j, pod_group_phase))
-    activesync.sync(seen, draft)
+    draft = activesync.sync(seen, draft)
     assert [p["metadata"]["name"] for p in draft.created] == created
 
 
 def test_active_creates_the_pod_group_first() -> None:
     j = job().task("w", 1).phase("Pending").build()
     seen, draft = start(j, [], pod_group=None)
-    activesync.sync(seen, draft)
-    assert [o["kind"] for o in draft.plan.create] == ["PodGroup"]
+    draft = activesync.sync(seen, draft)
+    assert [o["kind"] for o in draft.effects.create] == ["PodGroup"]
 
 
 def test_active_waits_for_a_missing_pvc() -> None:
     j = job().task("w", 1).volume("/data", claim_name="mine").phase("Pending").build()
     seen, draft = start(j, [], missing_pvcs=frozenset({"mine"}))
-    activesync.sync(seen, draft)
+    draft = activesync.sync(seen, draft)
     assert (draft.status.phase, draft.status.reason) == (JobPhase.PENDING, "PVCNotFound")
-    assert draft.plan.create == [] and draft.requeue == [activesync.PVC_RECHECK]
+    assert draft.effects.create == () and draft.effects.requeue == (activesync.PVC_RECHECK,)
 
 
 @pytest.mark.parametrize(
@@ -64,5 +64,5 @@ def test_transitions_follow_the_pod_counts(
         for i, p in enumerate(pods)
     ]
     seen, draft = start(j, observed)
-    activesync.transitions(seen, draft)
+    draft = activesync.transitions(seen, draft)
     assert draft.status.phase == next_phase

@@ -23,7 +23,8 @@ def running_job(**policy: Any) -> dict[str, Any]:
 
 def derived(j: dict[str, Any], pods: list[dict[str, Any]], **kw: Any) -> list[tuple[str, Any]]:
     seen, draft = steps.start(observe(j, pods, **kw), steps.PlanSettings())
-    return [(str(e.event), e.task if e.pod is None else e.pod) for e in events.derive(seen, draft)]
+    _, derived = events.derive(seen, draft)
+    return [(str(e.event), e.task if e.pod is None else e.pod) for e in derived]
 
 
 J = running_job()
@@ -84,9 +85,10 @@ def test_a_scaled_job_raises_job_updated_once() -> None:
     j = running_job()
     pods = [pod_of(j, "worker", 0), pod_of(j, "worker", 1)]
     seen, draft = steps.start(observe(j, pods), steps.PlanSettings())
-    draft.memory["specShape"] = {"minAvailable": 2, "replicas": {"worker": 1}}
-    assert ("JobUpdated", None) in [(str(e.event), e.task) for e in events.derive(seen, draft)]
-    assert [e.reason for e in draft.plan.events] == ["JobUpdated"]
+    draft = steps.remember(draft, {"specShape": {"minAvailable": 2, "replicas": {"worker": 1}}})
+    draft, derived = events.derive(seen, draft)
+    assert ("JobUpdated", None) in [(str(e.event), e.task) for e in derived]
+    assert [e.reason for e in draft.effects.events] == ["JobUpdated"]
     assert draft.memory["specShape"] == {"minAvailable": 2, "replicas": {"worker": 2}}
     assert not events.scaled(seen, draft)  # the shape is now the one acted on
 
@@ -114,13 +116,13 @@ def test_policies_act_now_or_start_a_timer(
         T0 - timedelta(minutes=2)
     ).strftime("%Y-%m-%dT%H:%M:%SZ")
     seen, draft = steps.start(observe(j, [failed, pod_of(j, "worker", 1)]), steps.PlanSettings())
-    decisions = events.match(seen, draft)
+    draft, decisions = events.match(seen, draft)
     assert [x.action for x in decisions] == ([decided] if decided else [])
     assert bool(draft.timers) is timer_started
     if timer_started:
         (t,) = draft.timers.values()
         assert (t.event, t.pod) == (PolicyEvent.POD_FAILED, "j-worker-0")
-        assert [e.reason for e in draft.plan.events] == ["ExecuteAction"]
+        assert [e.reason for e in draft.effects.events] == ["ExecuteAction"]
 
 
 def test_commands_are_consumed_one_at_a_time() -> None:

@@ -155,14 +155,14 @@ def test_joins_native_gang(template_spec: dict[str, Any], joins: bool) -> None:
 def test_the_first_round_creates_the_gang_before_the_pods() -> None:
     j = native_job()
     seen, draft = steps.start(observe(j, [], pod_group=None), SERVED)
-    activesync.sync(seen, draft)
-    created = [(o["apiVersion"], o["kind"]) for o in draft.plan.create]
+    draft = activesync.sync(seen, draft)
+    created = [(o["apiVersion"], o["kind"]) for o in draft.effects.create]
     assert created[:3] == [
         ("scheduling.volcano.sh/v1beta1", "PodGroup"),
         ("scheduling.k8s.io/v1beta1", "Workload"),
         ("scheduling.k8s.io/v1beta1", "PodGroup"),
     ]
-    pods = [o for o in draft.plan.create if o["kind"] == "Pod"]
+    pods = [o for o in draft.effects.create if o["kind"] == "Pod"]
     assert [p["spec"]["schedulingGroup"] for p in pods] == [
         {"podGroupName": f"j-{j['metadata']['uid']}"}
     ] * 2
@@ -179,9 +179,9 @@ def test_an_existing_gang_is_not_created_again_and_follows_a_scale() -> None:
         ),
         SERVED,
     )
-    activesync.sync(seen, draft)
-    assert not [o for o in draft.plan.create if o["kind"] in ("Workload",)]
-    assert [(o["kind"], o["spec"]["schedulingPolicy"]) for o in draft.plan.update] == [
+    draft = activesync.sync(seen, draft)
+    assert not [o for o in draft.effects.create if o["kind"] in ("Workload",)]
+    assert [(o["kind"], o["spec"]["schedulingPolicy"]) for o in draft.effects.update] == [
         ("PodGroup", {"gang": {"minCount": 3}})
     ]
 
@@ -191,10 +191,12 @@ def test_without_the_api_the_job_runs_and_says_why() -> None:
     seen, draft = steps.start(
         observe(j, [], pod_group=None), PlanSettings(native_gang_served=False)
     )
-    activesync.sync(seen, draft)
-    assert {o["kind"] for o in draft.plan.create} == {"PodGroup", "Pod"}
-    assert all("schedulingGroup" not in o["spec"] for o in draft.plan.create if o["kind"] == "Pod")
-    assert [(e.reason, e.type) for e in draft.plan.events] == [
+    draft = activesync.sync(seen, draft)
+    assert {o["kind"] for o in draft.effects.create} == {"PodGroup", "Pod"}
+    assert all(
+        "schedulingGroup" not in o["spec"] for o in draft.effects.create if o["kind"] == "Pod"
+    )
+    assert [(e.reason, e.type) for e in draft.effects.events] == [
         (nativegang.UNAVAILABLE_REASON, "Warning")
     ]
 
@@ -203,17 +205,19 @@ def test_a_partial_gang_is_reported_once() -> None:
     j = job().scheduler("default-scheduler").task("ps", 1).task("w", 4, min_available=2)
     wire = j.phase("Pending").build()
     seen, draft = steps.start(observe(wire, [], pod_group=None), SERVED)
-    activesync.sync(seen, draft)
-    assert [e.reason for e in draft.plan.events] == [nativegang.PARTIAL_REASON]
-    assert "per-task minAvailable (tasks w)" in draft.plan.events[0].message
+    draft = activesync.sync(seen, draft)
+    assert [e.reason for e in draft.effects.events] == [nativegang.PARTIAL_REASON]
+    assert "per-task minAvailable (tasks w)" in draft.effects.events[0].message
 
 
 def test_volcano_jobs_get_no_native_gang() -> None:
     j = job().task("w", 1).phase("Pending").build()
     seen, draft = steps.start(observe(j, [], pod_group=pod_group_of(j, "Inqueue")), SERVED)
-    activesync.sync(seen, draft)
-    assert all(o["apiVersion"] != "scheduling.k8s.io/v1beta1" for o in draft.plan.create)
-    assert all("schedulingGroup" not in o["spec"] for o in draft.plan.create if o["kind"] == "Pod")
+    draft = activesync.sync(seen, draft)
+    assert all(o["apiVersion"] != "scheduling.k8s.io/v1beta1" for o in draft.effects.create)
+    assert all(
+        "schedulingGroup" not in o["spec"] for o in draft.effects.create if o["kind"] == "Pod"
+    )
 
 
 @pytest.mark.parametrize(
@@ -395,9 +399,9 @@ def test_the_first_round_creates_the_composite_gang_before_the_pods() -> None:
     wire = job().scheduler("default-scheduler").task("ps", 1, min_available=1)
     wire = wire.task("w", 4, min_available=2).phase("Pending").build()
     seen, draft = steps.start(observe(wire, [], pod_group=None), COMPOSITE)
-    activesync.sync(seen, draft)
+    draft = activesync.sync(seen, draft)
     name = f"j-{wire['metadata']['uid']}"
-    created = [(o["kind"], o["metadata"]["name"]) for o in draft.plan.create]
+    created = [(o["kind"], o["metadata"]["name"]) for o in draft.effects.create]
     assert created[:5] == [
         ("PodGroup", name),
         ("Workload", name),
@@ -408,22 +412,22 @@ def test_the_first_round_creates_the_composite_gang_before_the_pods() -> None:
     assert {kind for kind, _ in created[5:]} == {"Pod"}
     joined = {
         o["metadata"]["name"]: o["spec"]["schedulingGroup"]["podGroupName"]
-        for o in draft.plan.create
+        for o in draft.effects.create
         if o["kind"] == "Pod"
     }
     assert joined == {
         "j-ps-0": f"{name}-ps",
         **{f"j-w-{i}": f"{name}-w" for i in range(4)},
     }
-    assert draft.plan.events == []
+    assert draft.effects.events == ()
 
 
 def test_a_task_needing_no_pod_is_placed_one_by_one() -> None:
     wire = job().scheduler("default-scheduler").task("ps", 1, min_available=1)
     wire = wire.task("w", 2, min_available=2).task("eval", 1, min_available=0)
     seen, draft = steps.start(observe(wire.phase("Pending").build(), [], pod_group=None), COMPOSITE)
-    activesync.sync(seen, draft)
-    pods = {o["metadata"]["name"]: o["spec"] for o in draft.plan.create if o["kind"] == "Pod"}
+    draft = activesync.sync(seen, draft)
+    pods = {o["metadata"]["name"]: o["spec"] for o in draft.effects.create if o["kind"] == "Pod"}
     assert "schedulingGroup" not in pods["j-eval-0"]
     assert pods["j-ps-0"]["schedulingGroup"] == {"podGroupName": f"j-{seen.job.uid}-ps"}
 
@@ -452,11 +456,11 @@ def test_a_scale_rewrites_only_that_tasks_group() -> None:
                 **composite_state(wire, ps=1, w=2)),
         COMPOSITE,
     )  # fmt: skip
-    activesync.sync(seen, draft)
-    assert not [o for o in draft.plan.create if o["kind"] != "Pod"]
-    assert [(o["metadata"]["name"], o["spec"]["schedulingPolicy"]) for o in draft.plan.update] == [
-        (f"j-{seen.job.uid}-w", {"gang": {"minCount": 3}})
-    ]
+    draft = activesync.sync(seen, draft)
+    assert not [o for o in draft.effects.create if o["kind"] != "Pod"]
+    assert [
+        (o["metadata"]["name"], o["spec"]["schedulingPolicy"]) for o in draft.effects.update
+    ] == [(f"j-{seen.job.uid}-w", {"gang": {"minCount": 3}})]
 
 
 def test_a_restart_creates_pods_and_never_the_groups() -> None:
@@ -467,26 +471,26 @@ def test_a_restart_creates_pods_and_never_the_groups() -> None:
                 **composite_state(wire, ps=1, w=2)),
         COMPOSITE,
     )  # fmt: skip
-    activesync.sync(seen, draft)
-    assert {o["kind"] for o in draft.plan.create} == {"Pod"}
-    assert draft.plan.update == []
+    draft = activesync.sync(seen, draft)
+    assert {o["kind"] for o in draft.effects.create} == {"Pod"}
+    assert draft.effects.update == ()
 
 
 def test_without_composite_pod_groups_the_job_gang_stays_and_says_so() -> None:
     wire = job().scheduler("default-scheduler").task("ps", 1, min_available=1)
     wire = wire.task("w", 4, min_available=2).phase("Pending").build()
     seen, draft = steps.start(observe(wire, [], pod_group=None), SERVED)
-    activesync.sync(seen, draft)
-    assert "CompositePodGroup" not in {o["kind"] for o in draft.plan.create}
-    assert [e.reason for e in draft.plan.events] == [nativegang.PARTIAL_REASON]
+    draft = activesync.sync(seen, draft)
+    assert "CompositePodGroup" not in {o["kind"] for o in draft.effects.create}
+    assert [e.reason for e in draft.effects.events] == [nativegang.PARTIAL_REASON]
 
 
 def test_a_composite_gang_reports_the_job_minimum_beyond_its_tasks() -> None:
     wire = job().scheduler("default-scheduler").task("ps", 1, min_available=1)
     wire = wire.task("w", 4, min_available=2).min_available(4).phase("Pending").build()
     seen, draft = steps.start(observe(wire, [], pod_group=None), COMPOSITE)
-    activesync.sync(seen, draft)
-    assert [e.message for e in draft.plan.events] == [
+    draft = activesync.sync(seen, draft)
+    assert [e.message for e in draft.effects.events] == [
         "kube-scheduler's gang is its tasks' minAvailable (ps 1, w 2); it cannot express "
         "minAvailable 4 beyond the tasks' own (3 pods)"
     ]

@@ -20,24 +20,22 @@ def settled() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def test_an_unchanged_status_is_not_written_again() -> None:
     j, pods = settled()
     seen, draft = steps.start(observe(j, pods), PlanSettings())
-    outcome.finalize(seen, draft)
-    assert draft.plan.status is not None  # the first time the counters are written
-    j2 = {**j, "status": draft.plan.status}
+    plan = outcome.finalize(seen, draft)
+    assert plan.status is not None  # the first time the counters are written
+    j2 = {**j, "status": plan.status}
     seen, draft = steps.start(observe(j2, pods), PlanSettings())
-    outcome.finalize(seen, draft)
-    assert draft.plan.status is None
-    assert draft.plan.requeue_after is None
+    plan = outcome.finalize(seen, draft)
+    assert plan.status is None
+    assert plan.requeue_after is None
 
 
 def test_timers_are_remembered_and_bring_the_next_look_forward() -> None:
     j, pods = settled()
     seen, draft = steps.start(observe(j, pods), PlanSettings())
-    draft.timers = {
-        "k": timers.Timer(PolicyEvent.UNKNOWN, PolicyAction.RESTART_JOB, T0 + timedelta(seconds=40))
-    }
-    outcome.finalize(seen, draft)
-    assert draft.plan.memory["timers"]["k"]["fireAt"] == "2026-01-01T12:00:40Z"
-    assert draft.plan.requeue_after == timedelta(seconds=40)
+    timer = timers.Timer(PolicyEvent.UNKNOWN, PolicyAction.RESTART_JOB, T0 + timedelta(seconds=40))
+    plan = outcome.finalize(seen, draft._replace(timers={"k": timer}))
+    assert plan.memory["timers"]["k"]["fireAt"] == "2026-01-01T12:00:40Z"
+    assert plan.requeue_after == timedelta(seconds=40)
 
 
 def test_a_phase_change_asks_for_no_timed_look() -> None:
@@ -45,11 +43,11 @@ def test_a_phase_change_asks_for_no_timed_look() -> None:
     look a second later would be a pass that finds nothing to do."""
     j, pods = settled()
     seen, draft = steps.start(observe(j, pods), PlanSettings())
-    steps.set_phase(seen, draft, JobPhase.COMPLETING, "R", "m")
-    outcome.finalize(seen, draft)
-    assert draft.plan.status is not None and draft.plan.status["state"]["phase"] == "Completing"
-    assert draft.plan.requeue_after is None
-    assert "timers" not in draft.plan.memory
+    draft, _ = steps.set_phase(seen, draft, JobPhase.COMPLETING, "R", "m")
+    plan = outcome.finalize(seen, draft)
+    assert plan.status is not None and plan.status["state"]["phase"] == "Completing"
+    assert plan.requeue_after is None
+    assert "timers" not in plan.memory
 
 
 def test_a_job_the_queue_does_not_admit_is_looked_at_again() -> None:
@@ -59,7 +57,7 @@ def test_a_job_the_queue_does_not_admit_is_looked_at_again() -> None:
     )
     found = outcome.blocked_reason(seen, draft)
     assert found is not None and found.reason == "QueueClosed"
-    assert draft.requeue == [outcome.BLOCKED_RECHECK]
+    assert outcome.blocked_recheck(seen, found) == outcome.BLOCKED_RECHECK
 
 
 def test_a_job_the_queue_does_not_admit_waits_for_an_event_when_queues_are_watched() -> None:
@@ -71,4 +69,4 @@ def test_a_job_the_queue_does_not_admit_waits_for_an_event_when_queues_are_watch
     )
     found = outcome.blocked_reason(seen, draft)
     assert found is not None and found.reason == "QueueClosed"
-    assert draft.requeue == []
+    assert outcome.blocked_recheck(seen, found) is None

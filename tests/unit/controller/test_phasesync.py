@@ -36,9 +36,9 @@ def test_draining(
     j = job().task("w", 2).phase(phase).build()
     pods = [pod_of(j, "w", i, phase=p) for i, p in enumerate(pods_left)]
     seen, draft = start(j, pods)
-    phasesync.sync(seen, draft)
+    draft = phasesync.sync(seen, draft)
     assert draft.status.phase == next_phase
-    assert any(ref.kind == "PodGroup" for ref in draft.plan.delete) is pod_group_deleted
+    assert any(ref.kind == "PodGroup" for ref in draft.effects.delete) is pod_group_deleted
     unfinished = {p["metadata"]["name"] for p in pods if p["status"]["phase"] == "Running"}
     assert draft.deleting == unfinished
 
@@ -58,12 +58,14 @@ def test_a_full_restart_deletes_the_old_pods_and_the_pod_group_then_goes_pending
     j = restarting(restarts.RestartRecord(PolicyAction.RESTART_JOB), retryCount=1)
     old = [pod_of(j, "w", 0, version=0), pod_of(j, "w", 1, version=0)]
     seen, draft = start(j, old)
-    assert not phasesync.sync_restarting(seen, draft)
+    draft, moved = phasesync.sync_restarting(seen, draft)
+    assert not moved
     assert draft.deleting == {"j-w-0", "j-w-1"}
-    assert any(ref.kind == "PodGroup" for ref in draft.plan.delete)
+    assert any(ref.kind == "PodGroup" for ref in draft.effects.delete)
     # once the pods and the PodGroup are gone, Pending is written
     seen, draft = start(j, [], pod_group=None)
-    assert phasesync.sync_restarting(seen, draft)
+    draft, moved = phasesync.sync_restarting(seen, draft)
+    assert moved
     assert (draft.status.phase, draft.status.reason) == (JobPhase.PENDING, "Restarted")
     assert draft.status.restart is None
 
@@ -71,15 +73,16 @@ def test_a_full_restart_deletes_the_old_pods_and_the_pod_group_then_goes_pending
 def test_a_targeted_restart_keeps_the_pod_group() -> None:
     j = restarting(restarts.RestartRecord(PolicyAction.RESTART_POD, pods=frozenset({"j-w-0"})))
     seen, draft = start(j, [pod_of(j, "w", 0, version=1), pod_of(j, "w", 1, version=1)])
-    phasesync.sync_restarting(seen, draft)
+    draft, _ = phasesync.sync_restarting(seen, draft)
     assert draft.deleting == {"j-w-0"}
-    assert not any(ref.kind == "PodGroup" for ref in draft.plan.delete)
+    assert not any(ref.kind == "PodGroup" for ref in draft.effects.delete)
 
 
 def test_retries_exhausted_fail_the_job() -> None:
     j = restarting(restarts.RestartRecord(PolicyAction.RESTART_JOB), retryCount=3)
     seen, draft = start(j, [pod_of(j, "w", 0, phase="Running")])
-    assert phasesync.sync_restarting(seen, draft)
+    draft, moved = phasesync.sync_restarting(seen, draft)
+    assert moved
     assert (draft.status.phase, draft.status.reason) == (JobPhase.FAILED, "MaxRetryExceeded")
 
 
@@ -99,7 +102,8 @@ def test_the_failure_message_counts_the_restarts_in_words(retries: int, message:
         .build()
     )
     seen, draft = start(j, [])
-    assert phasesync.sync_restarting(seen, draft)
+    draft, moved = phasesync.sync_restarting(seen, draft)
+    assert moved
     assert (draft.status.phase, draft.status.message) == (JobPhase.FAILED, message)
 
 
@@ -108,9 +112,9 @@ def test_a_suspended_job_has_no_pods_and_no_pod_group() -> None:
     b.spec["suspend"] = True
     j = b.build()
     seen, draft = start(j, [pod_of(j, "w", 0), pod_of(j, "w", 1, phase="Succeeded", exit_code=0)])
-    phasesync.sync(seen, draft)
+    draft = phasesync.sync(seen, draft)
     assert draft.deleting == {"j-w-0"}
-    assert any(ref.kind == "PodGroup" for ref in draft.plan.delete)
+    assert any(ref.kind == "PodGroup" for ref in draft.effects.delete)
     assert (draft.status.phase, draft.status.reason) == (JobPhase.PENDING, "Suspended")
 
 
@@ -129,12 +133,12 @@ def test_finish_deletes_the_plugin_objects_and_waits_for_the_ttl() -> None:
         ("ConfigMap", "user"): {"kind": "ConfigMap", "metadata": {"name": "user", "uid": "u"}},
     }
     seen, draft = start(j, [], children=children)
-    phasesync.finish(seen, draft)
-    deleted = {(ref.kind, ref.name) for ref in draft.plan.delete}
+    draft = phasesync.finish(seen, draft)
+    deleted = {(ref.kind, ref.name) for ref in draft.effects.delete}
     assert deleted == {
         ("PodGroup", pod_group_of(j)["metadata"]["name"]),
         ("Service", "j"),
         ("ConfigMap", "j-svc"),
     }
-    assert not draft.plan.delete_job
-    assert draft.requeue == [timedelta(seconds=30)]  # finished 30s ago, ttl 60s
+    assert not draft.effects.delete_job
+    assert draft.effects.requeue == (timedelta(seconds=30),)  # finished 30s ago, ttl 60s

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 from builders import job, observe, pod_group_of, pod_of
 
-from controller.job.decide import steps
+from controller.job.decide import outcome, plan, steps
 from controller.job.decide.model import PlanSettings, PodEdge
 from shared.models import JobPhase
 
@@ -40,20 +41,24 @@ def test_set_phase(
     if status_phase is not None:
         b = b.phase(status_phase)
     seen, draft = start(b.build())
-    assert [steps.set_phase(seen, draft, to, "R", "m") for to in moves] == written
-    assert [e.message for e in draft.plan.events] == events
+    moved = []
+    for to in moves:
+        draft, ok = steps.set_phase(seen, draft, to, "R", "m")
+        moved.append(ok)
+    assert moved == written
+    assert [e.message for e in draft.effects.events] == events
     assert draft.status.phase == moves[0]
-    assert (draft.requeue == [steps.FOLLOW_UP]) is (False in written)
+    assert (draft.effects.requeue == (steps.FOLLOW_UP,)) is (False in written)
 
 
 def test_kill_marks_then_deletes_each_pod_once() -> None:
     j = job().task("w", 3).phase("Running").build()
     pods = [pod_of(j, "w", 0), pod_of(j, "w", 1, deleting=True), pod_of(j, "w", 2)]
     seen, draft = start(j, pods)
-    steps.kill(seen, draft, seen.pods)
-    steps.kill(seen, draft, seen.pods[:1])
-    assert [ref.name for ref in draft.plan.annotate_out_of_sync] == ["j-w-0", "j-w-2"]
-    assert [ref.name for ref in draft.plan.delete] == ["j-w-0", "j-w-2"]
+    draft = steps.kill(seen, draft, seen.pods)
+    draft = steps.kill(seen, draft, seen.pods[:1])
+    assert [ref.name for ref in draft.effects.annotate_out_of_sync] == ["j-w-0", "j-w-2"]
+    assert [ref.name for ref in draft.effects.delete] == ["j-w-0", "j-w-2"]
     assert draft.deleting == {"j-w-0", "j-w-2"}
 
 
@@ -61,16 +66,16 @@ def test_a_deleted_pod_group_is_remembered_so_a_stale_copy_never_counts() -> Non
     j = job().task("w", 1).phase("Running").build()
     pg = pod_group_of(j)
     seen, draft = start(j, pod_group=pg)
-    steps.delete_pod_group(seen, draft)
-    assert [ref.kind for ref in draft.plan.delete] == ["PodGroup"]
+    draft = steps.delete_pod_group(seen, draft)
+    assert [ref.kind for ref in draft.effects.delete] == ["PodGroup"]
     assert draft.memory["deletedPodGroupUid"] == "pg-uid-1"
     # the next round still sees it in the cache: not deleted again, and not usable
     seen, draft = steps.start(
         observe(j, [], pod_group=pg, memory=dict(draft.memory)), PlanSettings()
     )
     assert steps.pod_group_usable(seen, draft) is None
-    steps.delete_pod_group(seen, draft)
-    assert draft.plan.delete == []
+    draft = steps.delete_pod_group(seen, draft)
+    assert draft.effects.delete == ()
 
 
 def test_a_succeeded_pod_deleted_before_the_status_recorded_it_still_counts() -> None:
@@ -141,19 +146,61 @@ def test_a_concerns_effects_enter_the_plan_in_one_place(
     delete_job: bool,
 ) -> None:
     _, draft = start(job().task("w", 1).phase("Running").build())
-    steps.add(draft, effects)
-    plan = draft.plan
+    draft = steps.add(draft, effects)
+    plan = outcome.compose(draft.effects, None, None, draft.memory, None)
     assert plan.create == create
     assert plan.job_spec_patch == spec_patch
     assert [e.reason for e in plan.events] == events
-    assert draft.requeue == requeue
+    assert list(draft.effects.requeue) == requeue
     assert plan.delete_job is delete_job
 
 
 def test_a_second_spec_patch_keeps_the_first() -> None:
     _, draft = start(job().task("w", 1).phase("Running").build())
-    steps.add(draft, steps.Effects(spec=(("volumes", [{"mountPath": "/d"}]),)))
-    steps.add(draft, steps.Effects(spec=(("suspend", False),)))
-    assert draft.plan.job_spec_patch == {
-        "spec": {"volumes": [{"mountPath": "/d"}], "suspend": False}
+    draft = steps.add(draft, steps.Effects(spec=(("volumes", [{"mountPath": "/d"}]),)))
+    draft = steps.add(draft, steps.Effects(spec=(("suspend", False),)))
+    plan = outcome.compose(draft.effects, None, None, draft.memory, None)
+    assert plan.job_spec_patch == {"spec": {"volumes": [{"mountPath": "/d"}], "suspend": False}}
+
+
+def test_a_step_returns_a_new_draft_and_leaves_the_one_it_was_given() -> None:
+    j = job().task("w", 2).phase("Running").build()
+    seen, before = start(j, [pod_of(j, "w", 0), pod_of(j, "w", 1)])
+    after = steps.kill(seen, before, seen.pods)
+    after, moved = steps.set_phase(seen, after, JobPhase.ABORTING, "R", "m")
+    after = steps.delete_pod_group(seen, after)
+    assert moved and after.status.phase == JobPhase.ABORTING
+    assert after.deleting == {"j-w-0", "j-w-1"} and "deletedPodGroupUid" in after.memory
+    assert (before.status.phase, before.deleting, before.effects) == (
+        JobPhase.RUNNING,
+        frozenset(),
+        steps.NOTHING,
+    )
+    assert "deletedPodGroupUid" not in before.memory
+
+
+@pytest.mark.parametrize(
+    "builder",
+    [
+        job().task("w", 2).phase("Running"),
+        job().task("w", 2).plugin("ssh").plugin("svc").phase("Pending"),
+        job().task("w", 2).max_retry(1).phase("Restarting", retryCount=1, version=1),
+        job()
+        .task("w", 2)
+        .policy(action="RestartJob", event="PodFailed", timeout="1m")
+        .phase("Running"),
+    ],
+)
+def test_a_reconcile_changes_nothing_it_observed(builder: Any) -> None:
+    """The planner hands the shell a plan; the cached objects and the memory it read stay as
+    they were (the shell keeps them for the next round)."""
+    j = builder.build()
+    pods = [pod_of(j, "w", 0, phase="Failed", exit_code=1), pod_of(j, "w", 1)]
+    remembered = {
+        "specShape": {"minAvailable": 1, "replicas": {"w": 1}},
+        "sshKey": {"private": "k", "public": "p"},
     }
+    observed = observe(j, pods, memory=remembered)
+    kept = copy.deepcopy((observed.job, observed.pods, observed.pod_group, observed.memory))
+    plan.reconcile(observed, PlanSettings())
+    assert (observed.job, observed.pods, observed.pod_group, observed.memory) == kept

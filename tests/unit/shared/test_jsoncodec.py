@@ -41,3 +41,21 @@ def test_dumps_is_compact_json_of_the_same_value(value: Any) -> None:
     encoded = jsoncodec.dumps(value)
     assert json.loads(encoded) == value
     assert b", " not in encoded and b": " not in encoded
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(
+            {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}},
+            id="pod template",
+        ),
+        pytest.param({"a": 2**70, "b": [1.5, True, None, "é"]}, id="beyond 64 bits"),
+        pytest.param({}, id="empty"),
+    ],
+)
+def test_copy_tree_is_an_equal_copy_sharing_nothing(value: Any) -> None:
+    copied = jsoncodec.copy_tree(value)
+    assert copied == value
+    copied.setdefault("spec", {}).setdefault("containers", []).append({"name": "added"})
+    assert "added" not in json.dumps(value)
