@@ -36,6 +36,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -339,6 +340,9 @@ def _run_suite(args: argparse.Namespace, suite: str, binary: Path, workdir: Path
                 workdir / suite / "scheduler",
             )
             print(f"{suite}: vc-scheduler started ({scheduler.log})", flush=True)
+        if args.system_pods:
+            start_system_pods(kubectl, args.nodes)
+            print(f"{suite}: kindnet's requests on every node", flush=True)
         argv = [
             str(binary),
             "-ginkgo.v",
@@ -410,6 +414,77 @@ def failures(results: Sequence[SuiteResult]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class NodeShape:
+    cpu: str
+    memory: str
+    # A kindnet-like DaemonSet in kube-system, asking on every node what kind's asks.
+    system_pods: bool
+
+
+def node_shape(*, volcano_scheduler: bool) -> NodeShape:
+    """The nodes the suites run on. With Volcano's scheduler they are shaped as the kind workers
+    of Volcano's CI (a 4-CPU, 16 GB runner; every node's kindnet asks 100m CPU and 50Mi): the
+    scheduling suites size their Jobs to the cluster (`ClusterSize`), and the slack kindnet
+    leaves on each node is what the `overcommit` plugin needs to let a preemptor in."""
+    if volcano_scheduler:
+        return NodeShape("4", "16Gi", system_pods=True)
+    return NodeShape("8", "32Gi", system_pods=False)
+
+
+def system_pods_manifest() -> dict[str, Any]:
+    """What kind runs on each node and asks for: kindnet's requests (its image is not run: the
+    node agent keeps such a pod Running without a process)."""
+    labels = {"app": "kindnet"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "kindnet", "namespace": "kube-system", "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [
+                        {
+                            "name": "kindnet-cni",
+                            "image": "docker.io/kindest/kindnetd:v20250512-df8de77b",
+                            "resources": {
+                                "requests": {"cpu": "100m", "memory": "50Mi"},
+                                "limits": {"cpu": "100m", "memory": "50Mi"},
+                            },
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def start_system_pods(kubectl: Sequence[str], nodes: int) -> None:
+    """The kindnet-like DaemonSet, and a wait until it runs on every node (the suites count
+    what is left of each node when a spec starts)."""
+    subprocess.run(
+        [*kubectl, "apply", "-f", "-"],
+        input=json.dumps(system_pods_manifest()).encode(),
+        check=True,
+        capture_output=True,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        out = subprocess.run(
+            [*kubectl, "get", "daemonset", "kindnet", "-n", "kube-system", "-o", "json"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        status = json.loads(out).get("status") or {}
+        if status.get("numberReady", 0) >= nodes:
+            return
+        time.sleep(1)
+    raise RuntimeError(f"the kindnet DaemonSet was not ready on {nodes} nodes within 180 s")
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="volcano-e2e", description="Run Volcano's e2e suites against vcjob's local cluster."
@@ -427,8 +502,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--build-only", action="store_true", help="build, do not run")
     parser.add_argument("--parallel", action="store_true", help="run the suites at once")
     parser.add_argument("--nodes", type=int, default=4, help="nodes (Volcano's kind has 4)")
-    parser.add_argument("--node-cpu", default="8")
-    parser.add_argument("--node-memory", default="32Gi")
+    parser.add_argument(
+        "--node-cpu",
+        help="each node's CPUs (default 8; with --volcano-scheduler, 4 as a kind worker of "
+        "Volcano's CI)",
+    )
+    parser.add_argument(
+        "--node-memory", help="each node's memory (default 32Gi; with --volcano-scheduler, 16Gi)"
+    )
     parser.add_argument("--timeout", default="2h", help="Ginkgo's timeout per suite")
     parser.add_argument("--focus", default="", help="Ginkgo focus regex")
     parser.add_argument("--skip", action="append", default=[], help="Ginkgo skip regex")
@@ -471,6 +552,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         if (args.vcctl or s not in NEEDS_VCCTL)
         and (args.volcano_scheduler or s not in NEEDS_VOLCANO_SCHEDULER)
     ]
+    shape = node_shape(volcano_scheduler=args.volcano_scheduler)
+    args.node_cpu = args.node_cpu or shape.cpu
+    args.node_memory = args.node_memory or shape.memory
+    args.system_pods = shape.system_pods
     args.cache = (args.cache or default_cache(args.volcano_src)).resolve()
     return args
 

@@ -94,6 +94,34 @@ def test_the_scheduling_suites_run_only_with_volcanos_scheduler(tmp_path: Path) 
         volcano_e2e.parse_args(["--volcano-src", str(src), "--suite", "schedulingbase"])
 
 
+@pytest.mark.parametrize(
+    ("flags", "cpu", "memory", "system_pods"),
+    [
+        ([], "8", "32Gi", False),
+        # Volcano's scheduler: the nodes of Volcano's CI, kind workers on a 4-CPU runner
+        (["--volcano-scheduler"], "4", "16Gi", True),
+        (["--volcano-scheduler", "--node-cpu", "6"], "6", "16Gi", True),
+        (["--node-memory", "8Gi"], "8", "8Gi", False),
+    ],
+)
+def test_the_nodes_take_the_shape_of_the_lane(
+    tmp_path: Path, flags: list[str], cpu: str, memory: str, system_pods: bool
+) -> None:
+    src = tmp_path / "volcano"
+    (src / "test/e2e").mkdir(parents=True)
+    args = volcano_e2e.parse_args(["--volcano-src", str(src), *flags])
+    assert (args.node_cpu, args.node_memory, args.system_pods) == (cpu, memory, system_pods)
+
+
+def test_the_system_pods_ask_on_every_node_what_kindnet_asks() -> None:
+    manifest = volcano_e2e.system_pods_manifest()
+    assert (manifest["kind"], manifest["metadata"]["namespace"]) == ("DaemonSet", "kube-system")
+    pod = manifest["spec"]["template"]["spec"]
+    assert pod["tolerations"] == [{"operator": "Exists"}]  # the tainted nodes too, as kind's
+    (container,) = pod["containers"]
+    assert container["resources"]["requests"] == {"cpu": "100m", "memory": "50Mi"}
+
+
 def test_the_scheduler_configmap_is_the_one_the_suites_rewrite() -> None:
     configmap = volcano_e2e.scheduler_configmap("actions: enqueue")
     assert configmap["metadata"] == {
