@@ -59,14 +59,16 @@ class Manager:
         self.clock: Clock = clock or RealClock()
         self.metrics = Metrics()
         self.api_client = pooled_copy(api_client, settings.pool_size)
-        # Every request of the process goes through this pooled client: count it.
-        self.metrics.count_rest_requests(self.api_client)
         self.kube = Kube(
             self.api_client,
             qps=settings.qps,
             burst=settings.burst,
             request_timeout=settings.request_timeout,
         )
+        # Every request of the process goes through this pooled client: count it. Counted
+        # after `Kube` took it, whose own way for encoded bodies (every write) would pass by
+        # a counter installed before.
+        self.metrics.count_rest_requests(self.api_client)
         self.recorder = EventRecorder(self.kube, settings.identity, self.clock, asynchronous=True)
         self.elector: LeaderElector | None = None
         if settings.leader_elect:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 
 import pytest
 
 from controller.manager import Manager
 from controller.metrics import CONTROLLER
 from controller.settings import Settings
-from kubeio.client import ApiClient
+from kubeio.client import PODS, ApiClient
 
 
 class Peer:
@@ -131,3 +132,31 @@ def test_endpoints_serve_the_peers_probes_and_the_shared_registry() -> None:
     finally:
         m.shutdown()
     assert log == ["start jobs", "stop jobs"]
+
+
+class Answer:
+    """What urllib3 answers: a 201 with a created object."""
+
+    status = 201
+    reason = "Created"
+    data = b'{"metadata": {"name": "p"}}'
+
+
+def test_every_request_the_process_sends_is_counted_writes_included(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    m = manager()
+    sent: list[str] = []
+
+    def answer(method: str, url: str, **kwargs: object) -> Answer:
+        sent.append(method)
+        return Answer()
+
+    monkeypatch.setattr(m.api_client.rest_client.pool_manager, "request", answer)
+    m.kube.create(PODS, "default", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+    assert sent == ["POST"]
+    host = urlsplit(str(m.api_client.configuration.host)).netloc
+    counted = m.metrics.registry.get_sample_value(
+        "rest_client_requests_total", {"code": "201", "method": "POST", "host": host}
+    )
+    assert counted == 1
