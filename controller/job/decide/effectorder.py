@@ -3,7 +3,10 @@ put them in the plan: Kueue's Workload first (it decides whether anything runs),
 PodGroup (the gang exists before its members), the volumes, kube-scheduler's own gang, the plugin
 objects, and the pods last. On update, the plugin objects go before the PodGroup, as Volcano's
 `initOnJobUpdate`: a conflict on the PodGroup (its status is written often) must not hold the
-hosts ConfigMap back."""
+hosts ConfigMap back. They also go before the creates, as Volcano updates them before it creates
+pods: a pod created on a scale-up reads the new hosts (its `VC_*_HOSTS` environment never changes
+afterwards). The PodGroups' updates stay after the creates, so that a conflict on one holds no pod
+back."""
 
 from __future__ import annotations
 
@@ -51,3 +54,14 @@ def creates_in_order(objects: Iterable[WireObject]) -> list[WireObject]:
 
 def updates_in_order(objects: Iterable[WireObject]) -> list[WireObject]:
     return sorted(objects, key=update_rank)
+
+
+def updates_around_creates(
+    objects: Iterable[WireObject],
+) -> tuple[list[WireObject], list[WireObject]]:
+    """(the updates written before the creates, those written after): the PodGroups last."""
+    ordered = updates_in_order(objects)
+    return (
+        [o for o in ordered if update_rank(o) == 0],
+        [o for o in ordered if update_rank(o) != 0],
+    )

@@ -115,9 +115,9 @@ class EventRecord:
 
 @dataclass
 class Plan:
-    """What to do, in order: annotate → delete → create → update → spec patch → status → events.
-    Within create and update, the kind of each object decides its turn (`effectorder`), not its
-    place in the list."""
+    """What to do, in order: annotate → delete → update (but the PodGroups) → create → update
+    (the PodGroups) → spec patch → status → events. Within create and update, the kind of each
+    object decides its turn (`effectorder`), not its place in the list."""
 
     # Pods (or other children) to mark `volcano.sh/controller-out-of-sync: "true"` before deleting.
     annotate_out_of_sync: list[ObjectRef] = field(default_factory=list)

@@ -111,6 +111,8 @@ class Applier:
         namespace = str(job["metadata"]["namespace"])
         self._annotate(plan.annotate_out_of_sync, job, progress)
         self._delete(plan.delete, job, progress)
+        before_creates, after_creates = effectorder.updates_around_creates(plan.update)
+        self._update(before_creates, job, namespace)
         written = False
         if plan.status is not None and status_guards_creates(job, plan):
             job = self._write_status(job, plan.status, guard=True)
@@ -119,7 +121,7 @@ class Applier:
             self._create(plan.create, job, namespace, None, progress, proven_alive=True)
         else:
             self._create(plan.create, job, namespace, plan.guard_uid, progress)
-        self._update(plan.update, job, namespace)
+        self._update(after_creates, job, namespace)
         if plan.job_spec_patch:
             job = self._kube.merge_patch(
                 JOBS, namespace, job["metadata"]["name"], plan.job_spec_patch
@@ -297,7 +299,7 @@ class Applier:
             raise JobGoneError(gone)
 
     def _update(self, objects: list[WireObject], job: WireObject, namespace: str) -> None:
-        for obj in effectorder.updates_in_order(objects):
+        for obj in objects:
             kind = str(obj.get("kind"))
             res = resource_for(obj)
             ns = str(_meta(obj).get("namespace") or namespace)

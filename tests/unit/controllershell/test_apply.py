@@ -12,7 +12,7 @@ from controller.job.decide.model import EventRecord, ObjectRef, Plan
 from controller.job.shell.apply import Applier, JobGoneError, job_gone_reason, status_guards_creates
 from controller.job.shell.cache import Cache
 from controller.metrics import Metrics
-from kubeio.client import JOBS, PODGROUPS, PODS
+from kubeio.client import CONFIGMAPS, JOBS, PODGROUPS, PODS
 from kubeio.errors import (
     ConflictError,
     PartialProgressError,
@@ -83,6 +83,39 @@ def test_steps_run_in_the_contract_order(setup: Any) -> None:
     ]
     assert metrics.pod_creates._value.get() == 1
     assert metrics.pod_deletes._value.get() == 1
+
+
+def test_a_scale_up_updates_the_plugin_objects_before_it_creates_pods(setup: Any) -> None:
+    """As Volcano's controller: a pod of a scale-up reads the new hosts (its environment is
+    fixed when it starts); the PodGroup's update waits until the pods are created, so a
+    conflict on it holds no pod back."""
+    applier, kube, _cache, _metrics, job = setup
+    hosts = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "j-svc", "namespace": "ns"},
+    }
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "j", "namespace": "ns"},
+        "spec": {"minMember": 2},
+    }
+    kube.put(CONFIGMAPS, {**hosts, "data": {"VC_W_NUM": "1"}})
+    kube.put(PODGROUPS, group)
+    plan = Plan(
+        create=[pod_body("j-w-1")],
+        update=[group, {**hosts, "data": {"VC_W_NUM": "2"}}],
+        guard_uid="job-uid",
+    )
+    applier.apply(job, plan)
+    verbs = [(verb, plural) for verb, plural, _ in kube.calls if verb != "put"]
+    assert verbs == [
+        ("replace", "configmaps"),
+        ("get", "jobs"),
+        ("create", "pods"),
+        ("replace", "podgroups"),
+    ]
 
 
 def test_creates_without_a_status_write_read_the_job_first(setup: Any) -> None:
@@ -247,7 +280,7 @@ def test_a_failed_create_still_tries_the_others_and_skips_the_status(setup: Any)
     kube.failures[("create", "pods")] = [TransientError("boom", 500)]
     plan = Plan(
         create=[pod_body(f"j-w-{i}") for i in range(3)],
-        update=[pod_body("j-w-9")],
+        update=[{"kind": "PodGroup", "metadata": {"name": "j", "namespace": "ns"}, "spec": {}}],
         guard_uid="job-uid",
     )
     plan.job_spec_patch = {"spec": {"minAvailable": 1}}
@@ -256,6 +289,7 @@ def test_a_failed_create_still_tries_the_others_and_skips_the_status(setup: Any)
         applier.apply(job, plan)
     assert raised.value.progress == 2, "two pods got through: retry soon, without growing backoff"
     assert len(kube.names("pods")) == 2
+    assert not [call for call in kube.calls if call[0] == "replace"]
     assert ("status", "jobs", "j") not in kube.calls
     assert ("patch", "jobs", "j") not in kube.calls
     assert any(o.get("reason") == "FailedCreatePod" for o in _events(kube))
