@@ -18,7 +18,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,6 @@ from typing import Any
 import urllib3
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
-from kubernetes.watch.watch import iter_resp_lines
 
 from kubeio.errors import (
     AlreadyExistsError,
@@ -365,6 +364,7 @@ def accept_encoded_bodies(rest_client: Any) -> None:
     if getattr(rest_client, _TAKES_ENCODED, False):
         return
     original = rest_client.request
+    pools = _OriginPools(rest_client)
 
     def request(
         method: str,
@@ -383,18 +383,68 @@ def accept_encoded_bodies(rest_client: Any) -> None:
                 post_params=post_params,
                 _request_timeout=_request_timeout,
             )
-        response = rest_client.pool_manager.request(
-            method,
-            url,
-            body=body,
-            headers=headers or {},
-            timeout=_urllib3_timeout(_request_timeout),
-            preload_content=False,
-        )
+        response = pools.send(method, url, body, headers or {}, _urllib3_timeout(_request_timeout))
         return client.rest.RESTResponse(response)
 
     rest_client.request = request
     setattr(rest_client, _TAKES_ENCODED, True)
+
+
+class _OriginPools:
+    """Sends a request straight to the connection pool of its URL's origin.
+
+    `PoolManager.request` parses the whole URL, builds a header dict and looks the pool up by a
+    normalized key on every call: about a tenth of a write's CPU in the client, for the one API
+    server a process talks to. The pool is still the manager's own (its TLS settings, its size,
+    its retries), found once per origin and again after the manager closed it. A proxy keeps the
+    manager's way: it needs the absolute URL.
+    """
+
+    def __init__(self, rest_client: Any) -> None:
+        self._rest = rest_client  # its manager is read at each request: it may be replaced
+        self._manager: urllib3.PoolManager | None = None
+        self._pools: dict[str, urllib3.HTTPConnectionPool] = {}
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        timeout: urllib3.Timeout | None,
+    ) -> Any:
+        manager = self._rest.pool_manager
+        origin, target = split_origin(url)
+        if isinstance(manager, urllib3.ProxyManager) or not origin or not target.startswith("/"):
+            return manager.request(
+                method, url, body=body, headers=headers, timeout=timeout, preload_content=False
+            )
+        if manager is not self._manager:
+            self._manager, self._pools = manager, {}
+        pool = self._pools.get(origin)
+        if pool is None or pool.pool is None:  # a closed pool drops its queue
+            pool = manager.connection_from_url(origin)
+            self._pools[origin] = pool
+        return pool.urlopen(
+            method,
+            target,
+            body=body,
+            headers=headers,
+            timeout=timeout,
+            preload_content=False,
+            redirect=False,
+            assert_same_host=False,
+        )
+
+
+def split_origin(url: str) -> tuple[str, str]:
+    """`https://host:port/path?query` -> (`https://host:port`, `/path?query`); a URL without a
+    path gives an empty target."""
+    start = url.find("//")
+    slash = url.find("/", start + 2 if start >= 0 else 0)
+    if slash < 0:
+        return url, ""
+    return url[:slash], url[slash:]
 
 
 def _urllib3_timeout(timeout: Any) -> urllib3.Timeout | None:
@@ -415,6 +465,26 @@ def encoded_body(body: Any, content_type: str) -> Any:
     if content_type == "application/json-patch+json" and not isinstance(body, list):
         return body
     return jsoncodec.dumps(body)
+
+
+def stream_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The non-empty lines of a watch stream, as bytes without their newline.
+
+    kube-apiserver writes one event per line and mostly one line per chunk, so a chunk is
+    usually sliced once; a line cut across chunks is joined first. Bytes go to the JSON decoder
+    as they are (the official client's reader decodes every line to str and copies its buffer
+    on every line). A last line without its newline (the stream cut mid-event) is dropped."""
+    pending = b""
+    for chunk in chunks:
+        if pending:
+            chunk, pending = pending + chunk, b""
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if end > start:
+                yield chunk[start:end]
+            start = end + 1
+        if start < len(chunk):
+            pending = chunk[start:]
 
 
 def user_agent(component: str) -> str:
@@ -691,10 +761,9 @@ class Kube:
         try:
             if response.status != 200:
                 raise translate(response.status, _decode(response.read()), f"WATCH {path}")
-            for line in iter_resp_lines(raw):  # type: ignore[no-untyped-call]
-                if line:
-                    event: WireObject = jsoncodec.loads(line)
-                    yield event
+            for line in stream_lines(raw.stream(amt=None, decode_content=False)):
+                event: WireObject = jsoncodec.loads(line)
+                yield event
         except urllib3.exceptions.ReadTimeoutError:
             return  # idle for too long: the caller re-watches from its last resourceVersion
         except (urllib3.exceptions.HTTPError, OSError) as exc:

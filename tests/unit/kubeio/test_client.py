@@ -17,6 +17,7 @@ from kubeio.client import (
     VOLCANO_BUDGET,
     TokenBucket,
     budget_for_path,
+    stream_lines,
     translate,
     watch_idle_timeout,
 )
@@ -140,3 +141,19 @@ def test_every_documented_flag_exists_and_reads_its_environment_variable() -> No
     bad = CliRunner().invoke(controller_command, [], env={"VCJOB_CONTROLLER_WORKERS": "zero"})
     assert bad.exit_code == 2
     assert "workers" in bad.output.lower()
+
+
+@pytest.mark.parametrize(
+    ("chunks", "lines"),
+    [
+        pytest.param([b'{"a":1}\n', b'{"b":2}\n'], [b'{"a":1}', b'{"b":2}'], id="a line a chunk"),
+        pytest.param([b'{"a":1}\n{"b":2}\n'], [b'{"a":1}', b'{"b":2}'], id="two in one chunk"),
+        pytest.param([b'{"a"', b":1}", b'\n{"b":2}\n'], [b'{"a":1}', b'{"b":2}'], id="cut"),
+        pytest.param([b"\n", b'{"a":1}\n\n'], [b'{"a":1}'], id="empty lines skipped"),
+        pytest.param([b'{"a":1}\n{"b"'], [b'{"a":1}'], id="a cut last line dropped"),
+        pytest.param([b'{"s":"\xc3', b'\xa9"}\n'], [b'{"s":"\xc3\xa9"}'], id="utf-8 cut"),
+        pytest.param([], [], id="nothing"),
+    ],
+)
+def test_stream_lines(chunks: list[bytes], lines: list[bytes]) -> None:
+    assert list(stream_lines(chunks)) == lines
