@@ -308,33 +308,7 @@ def run_controller(settings: Settings) -> int:
     # kubeio.signals): the controllers then drain, the Lease is released and the process exits.
     stop = install_stop_signals()
     manager = Manager(settings, api_client)
-    jobs = manager.add(
-        Controller(
-            settings,
-            manager.api_client,
-            kube=manager.kube,
-            metrics=manager.metrics,
-            recorder=manager.recorder,
-            is_leader=manager.is_leader,
-        )
-    )
-    # CronJobs, Queues, JobFlows, workloads' PodGroups: each with its own work queue, acting only
-    # while this process leads.
-    shared = (manager.kube, manager.recorder, manager.is_leader)
-    for loop in _LOOPS:
-        if enabled(_LOOP_NAMES[loop], settings.controllers):
-            manager.add(loop(*shared))
-    if enabled(_LOOP_NAMES[QueueController], settings.controllers):
-        queues = manager.add(QueueController(*shared, default_queue=settings.default_queue))
-        manager.metrics.registry.register(QueueCollector(queues.watched))
-    if enabled(PG_CONTROLLER, settings.controllers):
-        manager.add(
-            PodGroupController(
-                *shared,
-                scheduler_names=settings.gang_schedulers,
-                inherit_owner_annotations=settings.inherit_owner_annotations,
-            )
-        )
+    jobs = add_controllers(settings, manager)
     manager.start()
     if settings.elastic:
         _start_elastic(settings, manager, jobs, stop)
@@ -343,6 +317,45 @@ def run_controller(settings: Settings) -> int:
     manager.shutdown()
     api_client.close()  # type: ignore[no-untyped-call]
     return 0
+
+
+def add_controllers(settings: Settings, manager: Manager) -> Controller:
+    """The process's controllers, as `settings.controllers` enables them, added to `manager`
+    (the Job controller first: it subscribes to the shared watches first); returns the Job
+    controller."""
+    jobs = manager.add(
+        Controller(
+            settings,
+            manager.api_client,
+            kube=manager.kube,
+            metrics=manager.metrics,
+            recorder=manager.recorder,
+            is_leader=manager.is_leader,
+            watches=manager.watches,
+        )
+    )
+    # CronJobs, Queues, JobFlows, workloads' PodGroups: each with its own work queue, acting only
+    # while this process leads.
+    shared = (manager.kube, manager.recorder, manager.is_leader)
+    watches = manager.watches
+    for loop in _LOOPS:
+        if enabled(_LOOP_NAMES[loop], settings.controllers):
+            manager.add(loop(*shared, watches=watches))
+    if enabled(_LOOP_NAMES[QueueController], settings.controllers):
+        queues = manager.add(
+            QueueController(*shared, default_queue=settings.default_queue, watches=watches)
+        )
+        manager.metrics.registry.register(QueueCollector(queues.watched))
+    if enabled(PG_CONTROLLER, settings.controllers):
+        manager.add(
+            PodGroupController(
+                *shared,
+                scheduler_names=settings.gang_schedulers,
+                inherit_owner_annotations=settings.inherit_owner_annotations,
+                watches=watches,
+            )
+        )
+    return jobs
 
 
 _LOOPS: tuple[type[CronJobController] | type[JobFlowController], ...] = (

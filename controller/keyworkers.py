@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Any, Final
 
-from controller.objectstore import Informer
+from controller.objectstore import Informer, OnChange
+from kubeio.client import Resource
+from kubeio.informer import SharedWatches
+from kubeio.kubelike import KubeLike
 from kubeio.workqueue import WorkQueue
 
 RESYNC_SECONDS: Final = 30.0
@@ -22,12 +25,21 @@ NOT_LEADER_RETRY_SECONDS: Final = 5.0
 class KeyWorkers:
     thread_prefix = "worker"
 
-    def __init__(self, is_leader: Callable[[], bool], workers: int) -> None:
+    def __init__(
+        self, is_leader: Callable[[], bool], workers: int, watches: SharedWatches | None = None
+    ) -> None:
         self.is_leader = is_leader
         self.queue = WorkQueue()
         self._workers = workers
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._watches = watches
+
+    def _informer(
+        self, kube: KubeLike, resource: Resource, on_change: OnChange, **options: Any
+    ) -> Informer:
+        """An informer that stops with these workers, on the process's shared watches."""
+        return Informer(kube, resource, on_change, self._stop, watches=self._watches, **options)
 
     # --- what a subclass provides --------------------------------------------------------
 

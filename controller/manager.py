@@ -1,8 +1,9 @@
 """The controller process: what its controllers share and what it runs for all of them.
 
-One client pool, one metrics registry, one event recorder, one leader election and the health and
-metrics endpoints belong to the process; the Job, CronJob, Queue, JobFlow and PodGroup controllers
-are peers that receive them, start and stop in order, and act only while `is_leader()`.
+One client pool, one set of watches, one metrics registry, one event recorder, one leader election
+and the health and metrics endpoints belong to the process; the Job, CronJob, Queue, JobFlow and
+PodGroup controllers are peers that receive them, start and stop in order, and act only while
+`is_leader()`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from controller.settings import Settings
 from kubeio.client import ApiClient, Kube, pooled_copy
 from kubeio.clock import Clock, RealClock
 from kubeio.events import EventRecorder
+from kubeio.informer import SharedWatches
 from shared.logging import announce
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,9 @@ class Manager:
         # a counter installed before.
         self.metrics.count_rest_requests(self.api_client)
         self.recorder = EventRecorder(self.kube, settings.identity, self.clock, asynchronous=True)
+        # One watch per resource for all the controllers (the Job, CronJob and JobFlow
+        # controllers all read Jobs; three of them read PodGroups): each change decoded once.
+        self.watches = SharedWatches(self.kube)
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
             self.elector = LeaderElector(
@@ -95,6 +100,10 @@ class Manager:
         """Run `peer` with the others: started in the order added, stopped in reverse."""
         self._peers.append(peer)
         return peer
+
+    @property
+    def peers(self) -> tuple[Peer, ...]:
+        return tuple(self._peers)
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader

@@ -6,7 +6,8 @@ calls `on_change(old, new)` for every add, update and delete (the other one None
 can map an event to the keys it must sync. With `keep`, only the objects it accepts are held and
 reported (one that stops being accepted is reported as deleted): a controller that owns a few of
 many Jobs does not hold a second copy of every Job. Listing, watching, bookmarks and the `410 Gone`
-re-list are the reflector's (`kubeio.informer`), as for every other watch of the controller.
+re-list are the reflector's (`kubeio.informer`), as for every other watch of the controller; an
+informer built with the process's `SharedWatches` reads the stream its other controllers read.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 from kubeio.client import Resource
-from kubeio.informer import Reflector, WatchSpec
+from kubeio.informer import Reflector, SharedWatches, WatchSpec
 from kubeio.kubelike import KubeLike
 from kubeio.managedfields import drop_field_sets
 from shared.objectkeys import object_key
@@ -38,6 +39,7 @@ class Informer:
         timeout_seconds: int = 300,
         label_selector: str | None = None,
         keep: Callable[[WireObject], bool] | None = None,
+        watches: SharedWatches | None = None,
     ) -> None:
         self._resource = resource
         self._on_change = on_change
@@ -45,14 +47,19 @@ class Informer:
         self._lock = threading.Lock()
         self._store: dict[str, WireObject] = {}
         # The owner enqueues from `on_change`; the reflector's own key hand-off is not used.
-        self._reflector = Reflector(
-            kube,
+        # With the process's `watches`, the stream is the one its other controllers read.
+        self._reflector = (watches or SharedWatches(kube)).reflector(
             WatchSpec(resource, label_selector),
             self,
             _ignore_keys,
             stop,
             timeout_seconds=timeout_seconds,
         )
+
+    @property
+    def reflector(self) -> Reflector:
+        """The watch that feeds it (maybe shared with the process's other controllers)."""
+        return self._reflector
 
     @property
     def synced(self) -> bool:

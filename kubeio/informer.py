@@ -1,10 +1,15 @@
-"""List+watch loops (reflectors) feeding a store and, through it, a work queue.
+"""List+watch loops (reflectors) feeding stores and, through them, work queues.
 
 Each resource gets one thread: list (paged), store, then watch from the list's resourceVersion,
 following bookmarks; a `410 Gone` (as an ERROR event or a status) re-lists; a dropped stream
 resumes from the last resourceVersion; other errors back off and retry. A resource the server
 does not serve (404 on list) counts as synced and empty, and is re-checked now and then.
 Objects are stored without their managedFields' field sets (`kubeio.managedfields`).
+
+The controllers of one process share their watches (`SharedWatches`, as client-go's shared
+informers): one stream per resource and selector, each change decoded once and handed to every
+store that subscribed, in the order they did. Stores share the objects, so none may change one
+it holds.
 """
 
 from __future__ import annotations
@@ -52,13 +57,40 @@ class _GoneError(Exception):
     pass
 
 
+Enqueue = Callable[[Iterable[str]], None]
+
+
+@dataclass(frozen=True)
+class _Subscriber:
+    store: Store
+    enqueue: Enqueue
+    stop: threading.Event
+
+
+class _AllStopped:
+    """The stop of a shared watch: set once every subscriber's own stop is."""
+
+    def __init__(self, subscribers: list[_Subscriber]) -> None:
+        self._subscribers = subscribers
+
+    def is_set(self) -> bool:
+        return all(s.stop.is_set() for s in self._subscribers)
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        for subscriber in self._subscribers:
+            if not subscriber.stop.wait(max(0.0, deadline - time.monotonic())):
+                return False
+        return True
+
+
 class Reflector:
     def __init__(
         self,
         kube: KubeLike,
         spec: WatchSpec,
         cache: Store,
-        enqueue: Callable[[Iterable[str]], None],
+        enqueue: Enqueue,
         stop: threading.Event,
         *,
         timeout_seconds: int = 300,
@@ -68,9 +100,8 @@ class Reflector:
     ) -> None:
         self._kube = kube
         self._spec = spec
-        self._cache = cache
-        self._enqueue = enqueue
-        self._stop = stop
+        self._subscribers = [_Subscriber(cache, enqueue, stop)]
+        self._stop = _AllStopped(self._subscribers)
         self._timeout_seconds = timeout_seconds
         self._max_backoff = max_backoff
         # A resource the server stops serving (its CRD deleted) ends the loop: `missing` is set
@@ -88,6 +119,24 @@ class Reflector:
         self._response: Any = None
         self._resource_version: str | None = None
         self.relists = 0
+
+    def subscribe(self, store: Store, enqueue: Enqueue, stop: threading.Event) -> None:
+        """One more store fed by this watch, until its own `stop` is set (the watch ends when
+        every subscriber's is). Only before the watch starts: a later one would miss the list."""
+        if self._thread is not None:
+            raise RuntimeError(f"the {self.kind} watch has started")
+        self._subscribers.append(_Subscriber(store, enqueue, stop))
+
+    @property
+    def spec(self) -> WatchSpec:
+        return self._spec
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def _live(self) -> list[_Subscriber]:
+        return [s for s in self._subscribers if not s.stop.is_set()]
 
     @property
     def kind(self) -> str:
@@ -114,7 +163,10 @@ class Reflector:
         return self._heartbeat
 
     def close(self) -> None:
-        """Cut the open watch stream so the thread notices the stop at once."""
+        """Cut the open watch stream so the thread notices the stop at once (once every
+        subscriber has stopped: the others still read it)."""
+        if not self._stop.is_set():
+            return
         response = self._response
         if response is not None:
             with contextlib.suppress(Exception):
@@ -126,6 +178,9 @@ class Reflector:
             self.close()
 
     def start(self) -> None:
+        """Start the watch's thread; a shared watch starts once, whoever asks first."""
+        if self._thread is not None:
+            return
         self._thread = threading.Thread(target=self.run, name=f"watch-{self.kind}", daemon=True)
         self._thread.start()
 
@@ -148,7 +203,8 @@ class Reflector:
             except NotFoundError:
                 self._served.clear()
                 if self._end_when_missing:
-                    self._enqueue(self._cache.replace_all(self.kind, []))
+                    for subscriber in self._live():
+                        subscriber.enqueue(subscriber.store.replace_all(self.kind, []))
                     self._synced.set()
                     self.missing.set()
                     return
@@ -183,11 +239,12 @@ class Reflector:
         for item in items:
             item.setdefault("kind", self._spec.resource.kind)
             drop_field_sets(item)
-        touched = self._cache.replace_all(kind, items)
+        touched = [(s.enqueue, s.store.replace_all(kind, items)) for s in self._live()]
         self.relists += 1
         self._served.set()
         self._synced.set()
-        self._enqueue(touched)
+        for enqueue, keys in touched:
+            enqueue(keys)
         return resource_version
 
     def _watch(self, resource_version: str) -> None:
@@ -221,13 +278,56 @@ class Reflector:
                 continue
             obj.setdefault("kind", self._spec.resource.kind)
             drop_field_sets(obj)
-            if kind_of_event in ("ADDED", "MODIFIED"):
-                job_key = self._cache.upsert(kind, obj)
-            elif kind_of_event == "DELETED":
-                job_key = self._cache.remove(kind, obj)
-            else:
+            if kind_of_event not in ("ADDED", "MODIFIED", "DELETED"):
                 continue
+            for subscriber in self._live():
+                store = subscriber.store
+                if kind_of_event == "DELETED":
+                    key = store.remove(kind, obj)
+                else:
+                    key = store.upsert(kind, obj)
+                if key:
+                    subscriber.enqueue((key,))
             if new_version:
                 self._resource_version = str(new_version)
-            if job_key:
-                self._enqueue((job_key,))
+
+
+class SharedWatches:
+    """The watches of one process, shared by its controllers: `reflector` hands out the one
+    reflector of a resource, selector and settings, subscribing the store to it, as long as it
+    has not started (a store that comes later gets a watch of its own)."""
+
+    def __init__(self, kube: KubeLike) -> None:
+        self._kube = kube
+        self._lock = threading.Lock()
+        self._reflectors: dict[tuple[WatchSpec, int, bool, float], Reflector] = {}
+
+    def reflector(
+        self,
+        spec: WatchSpec,
+        store: Store,
+        enqueue: Enqueue,
+        stop: threading.Event,
+        *,
+        timeout_seconds: int = 300,
+        end_when_missing: bool = False,
+        missing_recheck: float = 60.0,
+    ) -> Reflector:
+        key = (spec, timeout_seconds, end_when_missing, missing_recheck)
+        with self._lock:
+            shared = self._reflectors.get(key)
+            if shared is not None and not shared.started:
+                shared.subscribe(store, enqueue, stop)
+                return shared
+            reflector = Reflector(
+                self._kube,
+                spec,
+                store,
+                enqueue,
+                stop,
+                timeout_seconds=timeout_seconds,
+                end_when_missing=end_when_missing,
+                missing_recheck=missing_recheck,
+            )
+            self._reflectors[key] = reflector
+            return reflector

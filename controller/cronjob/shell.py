@@ -21,6 +21,7 @@ from kubeio.client import JOBS, Resource
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
+from kubeio.informer import SharedWatches
 from kubeio.kubelike import KubeLike
 from shared import labels
 from shared.models.cronjob import CRONJOB_KIND, CronJob
@@ -93,17 +94,18 @@ class CronJobController(KeyWorkers):
         clock: Clock | None = None,
         workers: int = 2,
         default_zone: tzinfo | None = None,
+        watches: SharedWatches | None = None,
     ) -> None:
         # The work queue runs on real time; `clock` only says what time it is for the schedule.
-        super().__init__(is_leader, workers)
+        super().__init__(is_leader, workers, watches)
         self.kube = kube
         self.recorder = recorder
         self.clock: Clock = clock or RealClock()
         self.default_zone = default_zone or local_zone()
-        self.cronjobs = Informer(kube, CRONJOBS, self._on_cronjob, self._stop)
+        self.cronjobs = self._informer(kube, CRONJOBS, self._on_cronjob)
         # Only the Jobs a CronJob controls: not a second copy of every Job.
-        self.jobs = Informer(
-            kube, JOBS, self._on_job, self._stop, keep=lambda job: controller_of(job) is not None
+        self.jobs = self._informer(
+            kube, JOBS, self._on_job, keep=lambda job: controller_of(job) is not None
         )
 
     # --- events -> keys --------------------------------------------------------------------

@@ -29,6 +29,7 @@ from controller.queues.decide import (
 from kubeio.client import COMMANDS, PODGROUPS, Resource
 from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
+from kubeio.informer import SharedWatches
 from kubeio.kubelike import KubeLike
 from shared import labels
 from shared.objectkeys import object_key
@@ -84,16 +85,17 @@ class QueueController(KeyWorkers):
         *,
         workers: int = 1,
         default_queue: DefaultQueueSpec | None = None,
+        watches: SharedWatches | None = None,
     ) -> None:
-        super().__init__(is_leader, workers)
+        super().__init__(is_leader, workers, watches)
         self.kube = kube
         self._default_queue = default_queue
         self.recorder = recorder
         self._lock = threading.Lock()
         self._actions: dict[str, list[str]] = defaultdict(list)
-        self.queues = Informer(kube, QUEUES, self._on_queue, self._stop)
-        self.podgroups = Informer(kube, PODGROUPS, self._on_podgroup, self._stop)
-        self.commands = Informer(kube, COMMANDS, self._on_command, self._stop)
+        self.queues = self._informer(kube, QUEUES, self._on_queue)
+        self.podgroups = self._informer(kube, PODGROUPS, self._on_podgroup)
+        self.commands = self._informer(kube, COMMANDS, self._on_command)
 
     # --- events -> keys --------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from controller.workloads.decide import (
 from kubeio.client import PODGROUPS, PODS, Resource
 from kubeio.errors import AlreadyExistsError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
+from kubeio.informer import SharedWatches
 from kubeio.kubelike import KubeLike
 from shared import labels
 from shared.wire import (
@@ -61,24 +62,25 @@ class PodGroupController(KeyWorkers):
         scheduler_names: Iterable[str] = ("volcano",),
         inherit_owner_annotations: bool = True,
         workers: int = 2,
+        watches: SharedWatches | None = None,
     ) -> None:
-        super().__init__(is_leader, workers)
+        super().__init__(is_leader, workers, watches)
         self.kube = kube
         self.recorder = recorder
         self.scheduler_names = frozenset(scheduler_names)
         self.inherit = inherit_owner_annotations
         # The job controller's pods name their group and come from its own watch: not watching
         # them here halves the pod events the process decodes and keeps one copy of each pod.
-        self.pods = Informer(
-            kube, PODS, self._on_pod, self._stop, label_selector=f"!{labels.JOB_NAME_KEY}"
+        self.pods = self._informer(
+            kube, PODS, self._on_pod, label_selector=f"!{labels.JOB_NAME_KEY}"
         )
-        self.replicasets = Informer(kube, REPLICASETS, self._on_owner, self._stop)
-        self.statefulsets = Informer(kube, STATEFULSETS, self._on_owner, self._stop)
+        self.replicasets = self._informer(kube, REPLICASETS, self._on_owner)
+        self.statefulsets = self._informer(kube, STATEFULSETS, self._on_owner)
         # Read for their annotations only.
-        self.daemonsets = Informer(kube, DAEMONSETS, _ignore, self._stop)
-        self.batch_jobs = Informer(kube, BATCH_JOBS, _ignore, self._stop)
+        self.daemonsets = self._informer(kube, DAEMONSETS, _ignore)
+        self.batch_jobs = self._informer(kube, BATCH_JOBS, _ignore)
         # Only the groups this controller names (`podgroup-<uid>`): not a copy of every Job's.
-        self.podgroups = Informer(kube, PODGROUPS, _ignore, self._stop, keep=is_workload_group)
+        self.podgroups = self._informer(kube, PODGROUPS, _ignore, keep=is_workload_group)
         self._owners = {
             "ReplicaSet": self.replicasets,
             "StatefulSet": self.statefulsets,

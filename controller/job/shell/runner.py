@@ -56,7 +56,7 @@ from kubeio.client import (
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import KubeError, PartialProgressError, PermanentError
 from kubeio.events import EventRecorder
-from kubeio.informer import Reflector, WatchSpec
+from kubeio.informer import SharedWatches, WatchSpec
 from kubeio.kubelike import KubeLike
 from kubeio.workqueue import WorkQueue
 from shared import objectkeys
@@ -114,10 +114,11 @@ class Controller:
         kube: KubeLike | None = None,
         recorder: EventRecorder | None = None,
         is_leader: Callable[[], bool] | None = None,
+        watches: SharedWatches | None = None,
     ) -> None:
         """Alone (tests), it makes its own pooled client and recorder and always leads; under
-        `controller.manager.Manager` it gets the process's `kube`, `metrics`, `recorder` and
-        `is_leader`."""
+        `controller.manager.Manager` it gets the process's `kube`, `metrics`, `recorder`,
+        `is_leader` and `watches`."""
         self.settings = settings
         self.clock: Clock = clock or RealClock()
         self.metrics = metrics or Metrics()
@@ -151,9 +152,9 @@ class Controller:
         self._watch_stop = threading.Event()
         self._pending_listeners: list[Callable[[], None]] = []
         batching = BatchingStore(self.cache, self.queue, settings.event_batch_period)
+        shared = watches or SharedWatches(self.kube)
         self.reflectors = [
-            Reflector(
-                self.kube,
+            shared.reflector(
                 spec,
                 ForeignWriterWatch(
                     JobPhaseStore(self.cache, self._pending_listeners),

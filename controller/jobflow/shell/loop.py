@@ -18,6 +18,7 @@ from kubeio.client import JOBS, PODS, Resource
 from kubeio.clock import Clock, RealClock
 from kubeio.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
 from kubeio.events import EventRecorder
+from kubeio.informer import SharedWatches
 from kubeio.kubelike import KubeLike
 from shared import labels, objectkeys
 from shared.models.flow import (
@@ -72,15 +73,16 @@ class JobFlowController(KeyWorkers):
         *,
         clock: Clock | None = None,
         workers: int = 2,
+        watches: SharedWatches | None = None,
     ) -> None:
-        super().__init__(is_leader, workers)
+        super().__init__(is_leader, workers, watches)
         self.kube = kube
         self.recorder = recorder
         self.clock: Clock = clock or RealClock()
-        self.flows = Informer(kube, JOBFLOWS, self._on_flow, self._stop)
-        self.templates = Informer(kube, JOBTEMPLATES, self._on_template, self._stop)
+        self.flows = self._informer(kube, JOBFLOWS, self._on_flow)
+        self.templates = self._informer(kube, JOBTEMPLATES, self._on_template)
         # Only the Jobs of a flow or a template: not a third copy of every Job.
-        self.jobs = Informer(kube, JOBS, self._on_job, self._stop, keep=made_by_flow)
+        self.jobs = self._informer(kube, JOBS, self._on_job, keep=made_by_flow)
 
     # --- events -> keys --------------------------------------------------------------------
 

@@ -9,10 +9,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from controller.cli import add_controllers
+from controller.keyworkers import KeyWorkers
 from controller.manager import Manager
 from controller.metrics import CONTROLLER
 from controller.settings import Settings
-from kubeio.client import PODS, ApiClient
+from kubeio.client import JOBS, PODGROUPS, PODS, ApiClient
+from kubeio.informer import Reflector, WatchSpec
 
 
 class Peer:
@@ -160,3 +163,21 @@ def test_every_request_the_process_sends_is_counted_writes_included(
         "rest_client_requests_total", {"code": "201", "method": "POST", "host": host}
     )
     assert counted == 1
+
+
+def test_the_controllers_of_a_process_share_one_watch_per_resource_and_selector() -> None:
+    m = manager()
+    jobs = add_controllers(m.settings, m)
+    informers = [i for p in m.peers if isinstance(p, KeyWorkers) for i in p.informers()]
+    reflectors = [*jobs.reflectors, *(i.reflector for i in informers)]
+    by_spec: dict[WatchSpec, set[int]] = {}
+    for reflector in reflectors:
+        by_spec.setdefault(reflector.spec, set()).add(id(reflector))
+    assert all(len(ids) == 1 for ids in by_spec.values()), by_spec
+
+    def readers(spec: WatchSpec) -> list[Reflector]:
+        return [r for r in reflectors if r.spec == spec]
+
+    # Jobs: the Job, CronJob and JobFlow controllers; PodGroups: the Job, Queue and PodGroup ones.
+    assert len(readers(WatchSpec(JOBS))) == 3
+    assert len(readers(WatchSpec(PODGROUPS))) == 3
