@@ -346,6 +346,15 @@ def requests_by_method(metrics_text: str) -> dict[str, float]:
     return totals
 
 
+def job_reconciles(metrics_text: str) -> float:
+    """The Job controller's reconciles (`controller_runtime_reconcile_total`, every result)."""
+    total = 0.0
+    for line in metrics_text.splitlines():
+        if line.startswith("controller_runtime_reconcile_total{") and 'controller="job"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 def _buckets_by_bound(metrics_text: str, name: str) -> dict[str, float]:
     """A histogram's cumulative counts per `le`, summed over its other labels."""
     counts: dict[str, float] = {}

@@ -91,6 +91,8 @@ class Run:
     calls_per_job: dict[str, float] | None = None
     cpu_ms_per_pod: float | None = None
     peak_rss_mb: float | None = None
+    # The Job controller's reconciles per Job (vcjob's only).
+    reconciles_per_job: float | None = None
 
 
 @dataclass
@@ -174,7 +176,9 @@ def run_vcjob(
         profiler.stop()
         # Let the reconciles after the last pod (status writes, Events) finish before counting.
         time.sleep(SETTLE)
-        calls = bench.requests_by_method(ctl.metrics())
+        metrics = ctl.metrics()
+        calls = bench.requests_by_method(metrics)
+        reconciles = bench.job_reconciles(metrics)
         requests = bench.ServerRequests.between(scrape, bench.apiserver_metrics(cluster))
         peak = ctl.peak_rss_mb()
     finally:
@@ -182,7 +186,14 @@ def run_vcjob(
     per_job = {method: count / sc.jobs for method, count in calls.items()}
     last = arrivals.times[-1] - started
     return Run(
-        seconds, last, 1000 * server / sc.total, requests, per_job, 1000 * cpu / sc.total, peak
+        seconds,
+        last,
+        1000 * server / sc.total,
+        requests,
+        per_job,
+        1000 * cpu / sc.total,
+        peak,
+        reconciles / sc.jobs,
     )
 
 
@@ -316,6 +327,9 @@ def summary_lines(
             "API server CPU ms per pod",
             present(own, lambda run: run.server_cpu_ms_per_pod),
         )
+        reconciles = [run.reconciles_per_job for run in own if run.reconciles_per_job is not None]
+        if reconciles:
+            figure(label, name, "reconciles per job", reconciles, 1)
         calls_lines(label, name, own, sc.jobs)
 
 
